@@ -1,0 +1,143 @@
+// data.c: loading and generating a rank's row block (see data.h).
+#include "data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "h5io.h"
+
+enum { STAGE_BYTES = 256 << 20 };  // host staging per chunk when the backend memory is a device's
+
+void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows)
+{
+    int64_t base = m / nranks, extra = m % nranks;
+    *rows = base + (rank < extra);
+    *row0 = rank * base + (rank < extra ? rank : extra);
+}
+
+static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
+{
+    d->X.cols = cols;
+    d->X.f32 = f32;
+    size_t xbytes = (size_t)d->X.rows * (size_t)cols * (f32 ? 4 : 8);
+    int rc = ctx->be->alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
+    if (rc == DS_OK)
+        rc = ctx->be->alloc(ctx, (void **)&d->y, (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
+    return rc;
+}
+
+// A producer fills host rows [row0, row0+nrows) of X and y; data_fill runs it straight into backend
+// memory when that is host memory, else chunk by chunk through a staging buffer.
+typedef int (*data_producer)(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg);
+
+static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
+{
+    const size_t sz = d->X.f32 ? 4 : 8, row_bytes = (size_t)d->X.cols * sz;
+    if (ctx->be->host_memory)
+        return produce(arg, d->row0, d->X.rows, (void *)d->X.data, d->y, &ctx->msg);
+    int64_t chunk = STAGE_BYTES / (int64_t)(row_bytes + 8);
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > d->X.rows)
+        chunk = d->X.rows > 0 ? d->X.rows : 1;
+    char *hx = malloc((size_t)chunk * row_bytes);
+    double *hy = malloc((size_t)chunk * sizeof(double));
+    int rc = hx && hy ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for staging");
+    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += chunk) {
+        int64_t nr = d->X.rows - r < chunk ? d->X.rows - r : chunk;
+        rc = produce(arg, d->row0 + r, nr, hx, hy, &ctx->msg);
+        if (rc == DS_OK)
+            rc = ctx->be->upload(ctx, (char *)d->X.data + (size_t)r * row_bytes, hx, (size_t)nr * row_bytes);
+        if (rc == DS_OK)
+            rc = ctx->be->upload(ctx, d->y + r, hy, (size_t)nr * sizeof(double));
+    }
+    free(hx);
+    free(hy);
+    return rc;
+}
+
+typedef struct file_src {
+    const char *path, *xname, *yname;
+    int64_t cols;
+    int f32;
+} file_src;
+
+static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const file_src *s = arg;
+    return h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, msg);
+}
+
+int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
+{
+    memset(d, 0, sizeof *d);
+    h5io_lsq_info info = {0};
+    int rc = h5io_probe_lsq(path, xname, yname, &info, &ctx->msg);
+    if (rc == DS_OK && info.rows < ctx->nranks)
+        rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: dataset /%s has %lld rows, fewer than the %d ranks", path,
+                     xname[0] == '/' ? xname + 1 : xname, (long long)info.rows, ctx->nranks);
+    DS_CHECK(ctx_agree(ctx, rc));
+    d->rows_global = info.rows;
+    data_partition(info.rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    snprintf(d->source, sizeof d->source, "%s", path);
+    rc = ctx_agree(ctx, data_alloc(ctx, d, info.cols, f32));
+    if (rc == DS_OK) {
+        file_src src = {path, xname, yname, info.cols, f32};
+        rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
+    }
+    if (rc == DS_OK && h5io_has_dataset(path, "a_true")) {
+        d->a_true = malloc((size_t)info.cols * sizeof(double));
+        if (!d->a_true || h5io_read_vector(path, "a_true", info.cols, d->a_true, &ctx->msg) != DS_OK) {
+            free(d->a_true);  // a reference of another shape is not ours to compare against
+            d->a_true = NULL;
+            ctx->msg.text[0] = '\0';
+        }
+    }
+    return rc;
+}
+
+typedef struct gen_src {
+    const gen_lsq *p;
+    const double *a_true;
+    int f32;
+} gen_src;
+
+static int data_gen_rows(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const gen_src *s = arg;
+    gen_lsq_rows(s->p, s->a_true, row0, nrows, s->f32, X, y);
+    return DS_OK;
+}
+
+int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
+{
+    memset(d, 0, sizeof *d);
+    if (p->rows < ctx->nranks)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--rows %lld is fewer than the %d ranks", (long long)p->rows,
+                       ctx->nranks);
+    d->rows_global = p->rows;
+    data_partition(p->rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    snprintf(d->source, sizeof d->source, "built-in problem (seed %llu)", (unsigned long long)p->seed);
+    d->a_true = malloc((size_t)p->cols * sizeof(double));
+    int rc = d->a_true ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK) {
+        gen_a_true(p, d->a_true);
+        rc = data_alloc(ctx, d, p->cols, f32);
+    }
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK) {
+        gen_src src = {p, d->a_true, f32};
+        rc = ctx_agree(ctx, data_fill(ctx, d, data_gen_rows, &src));
+    }
+    return rc;
+}
+
+void data_free(ds_ctx *ctx, ds_data *d)
+{
+    if (d->X.data)
+        ctx->be->free(ctx, (void *)d->X.data);
+    if (d->y)
+        ctx->be->free(ctx, d->y);
+    free(d->a_true);
+    memset(d, 0, sizeof *d);
+}
