@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "h5io.h"
 
@@ -99,13 +100,13 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
 typedef struct gen_src {
     const gen_lsq *p;
     const double *a_true;
-    int f32;
+    int f32, threads;
 } gen_src;
 
 static int data_gen_rows(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
     const gen_src *s = arg;
-    gen_lsq_rows(s->p, s->a_true, row0, nrows, s->f32, X, y);
+    gen_lsq_rows_parallel(s->p, s->a_true, row0, nrows, s->f32, X, y, s->threads);
     return DS_OK;
 }
 
@@ -126,7 +127,8 @@ int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
     }
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK) {
-        gen_src src = {p, d->a_true, f32};
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        gen_src src = {p, d->a_true, f32, (int)(cores / (ctx->local_size > 0 ? ctx->local_size : 1))};
         rc = ctx_agree(ctx, data_fill(ctx, d, data_gen_rows, &src));
     }
     return rc;

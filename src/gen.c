@@ -2,6 +2,7 @@
 #include "gen.h"
 
 #include <math.h>
+#include <pthread.h>
 
 #include "rng.h"
 
@@ -35,4 +36,46 @@ void gen_lsq_rows(const gen_lsq *p, const double *a_true, int64_t row0, int64_t 
         }
         y[r] = dot + (p->noise > 0 ? p->noise * rng_normal(p->seed, STREAM_NOISE, i) : 0.0);
     }
+}
+
+typedef struct gen_part {
+    const gen_lsq *p;
+    const double *a_true;
+    int64_t row0, nrows;
+    int x_f32;
+    void *X;
+    double *y;
+} gen_part;
+
+static void *gen_part_run(void *arg)
+{
+    gen_part *g = arg;
+    gen_lsq_rows(g->p, g->a_true, g->row0, g->nrows, g->x_f32, g->X, g->y);
+    return NULL;
+}
+
+void gen_lsq_rows_parallel(const gen_lsq *p, const double *a_true, int64_t row0, int64_t nrows, int x_f32,
+                           void *X, double *y, int threads)
+{
+    enum { MAX_THREADS = 64 };
+    if (threads > MAX_THREADS)
+        threads = MAX_THREADS;
+    if (threads <= 1 || nrows < 4 * threads) {
+        gen_lsq_rows(p, a_true, row0, nrows, x_f32, X, y);
+        return;
+    }
+    pthread_t tid[MAX_THREADS];
+    gen_part part[MAX_THREADS];
+    const size_t row_bytes = (size_t)p->cols * (x_f32 ? 4 : 8);
+    int started = 0;
+    for (int t = 0; t < threads; t++) {
+        int64_t a = nrows * t / threads, b = nrows * (t + 1) / threads;
+        part[t] = (gen_part){p, a_true, row0 + a, b - a, x_f32, (char *)X + (size_t)a * row_bytes, y + a};
+        if (pthread_create(&tid[t], NULL, gen_part_run, &part[t]) != 0)
+            gen_part_run(&part[t]);  // no thread to be had: do this part here
+        else
+            tid[started++] = tid[t];
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
 }

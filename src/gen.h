@@ -2,7 +2,7 @@
 // rows are the same whichever rank makes them.
 //   X_ij = √(1−ρ)·(u_ij − ½) + √ρ·(z_i − ½),  u, z uniform in [0, 1)  (ρ = 0: uniform in [−½, ½))
 //   a_true_j uniform in [−½, ½);  y_i = Σ_j X_ij·a_true_j + σ·N(0, 1), X_ij as stored (float32 or 64)
-// provides: gen_lsq, gen_a_true, gen_lsq_rows
+// provides: gen_lsq, gen_a_true, gen_lsq_rows, gen_lsq_rows_parallel
 #ifndef DS_GEN_H
 #define DS_GEN_H
 
@@ -20,5 +20,9 @@ void gen_a_true(const gen_lsq *p, double *a);
 // Rows row0 .. row0+nrows−1: X (nrows × cols, row-major, float when x_f32) and y.
 void gen_lsq_rows(const gen_lsq *p, const double *a_true, int64_t row0, int64_t nrows, int x_f32,
                   void *X, double *y);
+
+// The same, spread over up to threads POSIX threads by rows (identical output).
+void gen_lsq_rows_parallel(const gen_lsq *p, const double *a_true, int64_t row0, int64_t nrows, int x_f32,
+                           void *X, double *y, int threads);
 
 #endif

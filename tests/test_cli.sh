@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# test_cli.sh: dsolve as a user meets it: exit codes, one-line messages naming file and dataset, no
+# output file after a failure, gen's contents independent of the rank count, the output file and the
+# --json contract. Usage: test_cli.sh DSOLVE MPIEXEC. Needs python3 with numpy and h5py (77 without).
+set -u
+dsolve=$(realpath "$1")
+mpiexec=${2:-mpirun}
+py=
+for p in python3 /usr/bin/python3; do
+    if "$p" -c "import numpy, h5py" 2>/dev/null; then py=$p; break; fi
+done
+[ -n "$py" ] || { echo "test_cli: no python3 with numpy and h5py"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE PATTERN NP ARGS...: exit status CODE, stderr matching PATTERN, and no out.h5 or out.h5.part.
+expect() {
+    local code=$1 pattern=$2 np=$3
+    shift 3
+    rm -f out.h5 out.h5.part
+    "$mpiexec" -np "$np" "$dsolve" "$@" >stdout.txt 2>stderr.txt
+    local rc=$?
+    local msg
+    msg=$(grep '^dsolve:' stderr.txt | head -1)
+    if [ "$rc" -ne "$code" ]; then bad "dsolve $* (np $np): exit $rc, want $code; stderr: $(head -3 stderr.txt)"; return; fi
+    if ! grep -q -- "$pattern" <<<"$msg"; then bad "dsolve $* (np $np): message '$msg' lacks '$pattern'"; return; fi
+    if [ "$(grep -c '^dsolve:' stderr.txt)" -ne 1 ]; then bad "dsolve $* (np $np): want one error line, got: $(cat stderr.txt)"; return; fi
+    if [ -e out.h5 ] || [ -e out.h5.part ]; then bad "dsolve $* (np $np): left an output file"; return; fi
+    ok
+}
+
+"$py" - <<'PY'
+import h5py, numpy as np
+rng = np.random.default_rng(1)
+X = rng.random((50, 4)) - 0.5; y = X @ np.arange(1.0, 5.0)
+def write(name, **d):
+    with h5py.File(name, "w") as f:
+        for k, v in d.items(): f[k] = v
+write("good.h5", X=X, y=y)
+write("int.h5", X=(X * 100).astype(np.int32), y=y)
+write("x1d.h5", X=X[:, 0], y=y)
+write("y2d.h5", X=X, y=X)
+write("rows.h5", X=X, y=y[:-1])
+write("empty.h5", X=np.zeros((0, 4)), y=np.zeros(0))
+write("small.h5", X=X[:3], y=y[:3])
+Xn = X.copy(); Xn[37, 2] = np.nan; write("nan.h5", X=Xn, y=y)
+yi = y.copy(); yi[11] = np.inf; write("inf.h5", X=X, y=yi)
+write("noy.h5", X=X)
+write("named.h5", features=X, target=y)
+open("text.h5", "w").write("not hdf5\n")
+PY
+head -c 1000 good.h5 > trunc.h5
+
+expect 3 "missing.h5: no such file" 1 solve --input missing.h5 --output out.h5
+expect 3 "text.h5: not an HDF5 file" 1 solve --input text.h5 --output out.h5
+expect 3 "trunc.h5" 2 solve --input trunc.h5 --output out.h5
+expect 3 "/y" 2 solve --input noy.h5 --output out.h5
+expect 3 "/X.*integer" 2 solve --input int.h5 --output out.h5
+expect 3 "/X.*1-D" 1 solve --input x1d.h5 --output out.h5
+expect 3 "/y.*2-D" 1 solve --input y2d.h5 --output out.h5
+expect 3 "rows" 2 solve --input rows.h5 --output out.h5
+expect 3 "empty" 1 solve --input empty.h5 --output out.h5
+expect 3 "/X.*row 37" 2 solve --input nan.h5 --output out.h5
+expect 3 "/X.*row 37" 3 solve --input nan.h5 --output out.h5
+expect 3 "/y.*row 11" 2 solve --input inf.h5 --output out.h5
+expect 3 "fewer than the 4 ranks" 4 solve --input small.h5 --output out.h5
+expect 3 "/X" 1 solve --input named.h5 --output out.h5
+expect 2 "unknown option" 2 solve --bogus
+expect 2 "--batch" 1 solve --batch 0
+expect 2 "--iters.*not an integer" 1 solve --iters ten
+expect 2 "--precision" 1 solve --precision f16
+expect 2 "unknown command" 1 frobnicate
+expect 2 "--output" 1 solve --rows 100 --cols 5 --output /nonexistent-dir/out.h5
+expect 2 "not with --input" 1 solve --input good.h5 --rows 10
+expect 2 "gen needs" 1 gen --rows 10
+expect 4 "diverged" 2 solve --rows 2000 --cols 64 --corr 0.5 --batch 32 --iters 60 --no-line-search --method residual --output out.h5
+
+# A good solve writes /a with its attributes; the --json object carries the documented keys.
+rm -f out.h5
+"$mpiexec" -np 2 "$dsolve" solve --input named.h5 --x-dataset features --y-dataset target --iters 200 --output out.h5 --json >solve.json 2>stderr.txt
+[ $? -eq 0 ] && ok || bad "solve on named.h5 failed: $(cat stderr.txt)"
+"$py" - <<'PY' && ok || bad "output file or JSON contract"
+import h5py, json, numpy as np
+j = json.loads(open("solve.json").read())
+keys = "rows cols ranks backend devices batch sweeps stop_reason solve_seconds total_seconds rel_residual normal_residual gbps".split()
+missing = [k for k in keys if k not in j]
+assert not missing, missing
+assert j["rows"] == 50 and j["cols"] == 4 and j["ranks"] == 2, j
+assert j["rel_residual"] < 1e-10, j["rel_residual"]
+with h5py.File("out.h5") as f:
+    a = f["a"][...]
+    assert np.allclose(a, [1, 2, 3, 4], rtol=0, atol=1e-9), a
+    for k in ("sweeps", "residuals", "rel_residual", "normal_residual", "stop_reason", "options"):
+        assert k in f["a"].attrs, k
+PY
+
+# gen writes the same file for any rank count, and solve recovers a_true from it.
+"$mpiexec" -np 1 "$dsolve" gen --rows 1001 --cols 7 --seed 5 --corr 0.3 --output g1.h5 >/dev/null 2>&1 || bad "gen np 1"
+"$mpiexec" -np 3 "$dsolve" gen --rows 1001 --cols 7 --seed 5 --corr 0.3 --output g3.h5 >/dev/null 2>&1 || bad "gen np 3"
+"$mpiexec" -np 2 "$dsolve" gen --rows 300 --cols 6 --dtype f32 --output g32.h5 >/dev/null 2>&1 || bad "gen f32"
+"$py" - <<'PY' && ok || bad "gen contents differ between rank counts, or are off"
+import h5py, numpy as np
+with h5py.File("g1.h5") as a, h5py.File("g3.h5") as b:
+    for k in ("X", "y", "a_true"):
+        assert np.array_equal(a[k][...], b[k][...]), k
+    X, y, t = a["X"][...], a["y"][...], a["a_true"][...]
+    assert X.shape == (1001, 7) and y.shape == (1001,) and t.shape == (7,)
+    assert np.allclose(X @ t, y)
+    c = np.corrcoef(X.T); off = c[~np.eye(7, dtype=bool)]
+    assert abs(off.mean() - 0.3) < 0.08, off.mean()
+with h5py.File("g32.h5") as f:
+    assert f["X"].dtype == np.float32 and f["y"].dtype == np.float32
+PY
+"$mpiexec" -np 2 "$dsolve" solve --input g1.h5 --iters 100 --tol 1e-12 --json >g.json 2>/dev/null || bad "solve g1.h5"
+"$py" -c "import json,sys; j=json.load(open('g.json')); sys.exit(0 if j['coef_error'] < 1e-8 and j['stop_reason'] in ('converged','stalled') else 1)" && ok || bad "solve of gen's file: $(cat g.json)"
+"$mpiexec" -np 2 "$dsolve" solve --input g32.h5 --precision f32 --iters 300 --json >g32.json 2>/dev/null || bad "solve g32.h5"
+"$py" -c "import json,sys; j=json.load(open('g32.json')); sys.exit(0 if j['rel_residual'] < 1e-6 else 1)" && ok || bad "f32 solve: $(cat g32.json)"
+
+# --help comes from the option table; --version names the libraries.
+"$dsolve" solve --help | grep -q -- "--no-line-search" && ok || bad "solve --help"
+"$dsolve" --version | grep -q "HDF5" && ok || bad "--version"
+
+echo "test_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,680 @@
+// solvebak.cu: the kernels of SolveBak on the GPU: the residual route's fused pass over X
+// (grad_update), its block step, and whole sweeps of the Gram route in one launch (gram_sweeps).
+// X is rows × cols row-major, float or double (template T); vectors are double and every sum is double.
+// All reductions run in a fixed order (no floating-point atomics), so a result is bit-identical from
+// run to run on the same device.
+// provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
+//           ds_k_gram_sweeps_scratch
+#include "kernels.h"
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+template <typename T>
+__device__ __forceinline__ double ldx(const T *p)
+{
+    return (double)__ldg(p);  // X is read-only for the whole kernel
+}
+
+// Sum over the 32 lanes of a warp. The xor butterfly gives every lane the same bits (each level adds
+// the same two values, in either order), so later branches on the sum agree across lanes.
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(kFullMask, v, off);
+    return v;
+}
+
+// Sum over the CTA in a fixed order; every thread gets the same value. All threads must call it.
+// s_red holds one double per warp. Ends with a barrier, so it also orders the memory accesses
+// before it against those after it.
+__device__ double block_sum(double v, double *s_red)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = (blockDim.x + 31) / 32;
+    v = warp_sum(v);
+    if (lane == 0)
+        s_red[warp] = v;
+    __syncthreads();
+    double t = 0.0;
+    for (int w = 0; w < nwarps; w++)
+        t += s_red[w];
+    __syncthreads();
+    return t;
+}
+
+int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// grad_update, fast path (up_n, gr_n ≤ kFastMax): one pass over the rows.
+//
+// A group of G lanes (G = 8, 16 or 32) takes one row at a time; lane l of the group holds columns
+// l, l+G, .., l+(K−1)G of both slabs, so consecutive lanes read consecutive columns (coalesced).
+// Per row: s = X[i, up]·coef (a group reduction by shuffles), e_i −= s, then the lane accumulates
+// X[i, gr]·e_i in registers and e_i². Rows are taken grid-stride, U at a time with all their loads
+// issued before the first use, to keep enough bytes in flight for HBM.
+// At the end, each CTA reduces its groups into partial[blockIdx][0 .. gr_n]; reduce_parts then sums
+// the CTAs' partials in a fixed order, one CTA per column (a single CTA doing all columns was ~20 µs).
+
+constexpr int kFastMax = 128;
+constexpr int kGuThreads = 256;
+constexpr int kGuBlocksPerSm = 4;  // with ≤ 64 registers per thread, 4 × 256 threads fit per SM
+
+template <typename T, int G, int K>
+__global__ void __launch_bounds__(kGuThreads, kGuBlocksPerSm)
+    grad_update_fused(const T *__restrict__ X, int64_t rows, int64_t cols, double *__restrict__ e,
+                      int64_t up0, int up_n, const double *__restrict__ coef, int64_t gr0, int gr_n,
+                      double *__restrict__ partial)
+{
+    constexpr int U = (K <= 2) ? 2 : 1;  // rows per iteration: more loads in flight for narrow slabs
+    extern __shared__ double s_red[];    // groups·J doubles
+
+    const int lane = threadIdx.x % G, group = threadIdx.x / G, groups = blockDim.x / G;
+    // The lanes of this group within its warp, for the shuffles (other groups may be on other rows).
+    const unsigned gmask =
+        (G == 32) ? kFullMask : (((1u << G) - 1u) << (G * ((threadIdx.x % 32) / G)));
+    const int J = gr_n + 1;
+
+    double c[K], acc[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int j = lane + G * k;
+        c[k] = (j < up_n) ? coef[j] : 0.0;
+        acc[k] = 0.0;
+    }
+    double ee = 0.0;
+
+    const int64_t stride = (int64_t)gridDim.x * groups;
+    for (int64_t i0 = (int64_t)blockIdx.x * groups + group; i0 < rows; i0 += U * stride) {
+        double xu[U][K], xg[U][K], ei[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = i0 + u * stride;
+            const bool ok = i < rows;
+            const T *row = X + (ok ? i : 0) * cols;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                int j = lane + G * k;
+                xu[u][k] = (ok && j < up_n) ? ldx(row + up0 + j) : 0.0;
+                xg[u][k] = (ok && j < gr_n) ? ldx(row + gr0 + j) : 0.0;
+            }
+            ei[u] = ok ? e[i] : 0.0;  // a missing row contributes exact zeros below
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (up_n > 0) {
+                double s = 0.0;
+#pragma unroll
+                for (int k = 0; k < K; k++)
+                    s = fma(xu[u][k], c[k], s);
+#pragma unroll
+                for (int off = G / 2; off > 0; off /= 2)
+                    s += __shfl_xor_sync(gmask, s, off, G);
+                ei[u] -= s;
+                const int64_t i = i0 + u * stride;
+                if (lane == 0 && i < rows)
+                    e[i] = ei[u];
+            }
+#pragma unroll
+            for (int k = 0; k < K; k++)
+                acc[k] = fma(xg[u][k], ei[u], acc[k]);
+            ee = fma(ei[u], ei[u], ee);
+        }
+    }
+
+    // CTA reduction: groups in order.
+    double *mine = s_red + group * J;
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int j = lane + G * k;
+        if (j < gr_n)
+            mine[j] = acc[k];
+    }
+    if (lane == 0)
+        mine[gr_n] = ee;
+    __syncthreads();
+    for (int j = threadIdx.x; j < J; j += blockDim.x) {
+        double s = 0.0;
+        for (int q = 0; q < groups; q++)
+            s += s_red[q * J + j];
+        partial[(int64_t)blockIdx.x * J + j] = s;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// grad_update, general path (wide slabs: the final residual and gradient over all n columns).
+// Two passes: update_rows (a warp per row) then grad_cols (a thread per column over a chunk of rows,
+// coalesced across the columns; column gr_n is eᵀe), and reduce_parts sums the row chunks in order.
+
+constexpr int kUrThreads = 256;
+constexpr int kGcThreads = 128;
+
+template <typename T>
+__global__ void __launch_bounds__(kUrThreads)
+    update_rows(const T *__restrict__ X, int64_t rows, int64_t cols, double *__restrict__ e, int64_t up0,
+                int64_t up_n, const double *__restrict__ coef)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wpb = blockDim.x / 32;
+    for (int64_t i = (int64_t)blockIdx.x * wpb + warp; i < rows; i += (int64_t)gridDim.x * wpb) {
+        const T *row = X + i * cols + up0;
+        double s = 0.0;
+#pragma unroll 4
+        for (int64_t j = lane; j < up_n; j += 32)
+            s = fma(ldx(row + j), coef[j], s);
+        s = warp_sum(s);
+        if (lane == 0)
+            e[i] -= s;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kGcThreads)
+    grad_cols(const T *__restrict__ X, int64_t rows, int64_t cols, const double *__restrict__ e,
+              int64_t gr0, int64_t gr_n, int64_t chunk, double *__restrict__ partial)
+{
+    const int64_t J = gr_n + 1;
+    const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= J)
+        return;
+    const int64_t r0 = (int64_t)blockIdx.y * chunk;
+    const int64_t r1 = (r0 + chunk < rows) ? r0 + chunk : rows;
+    double acc = 0.0;
+    if (c < gr_n) {
+        const T *col = X + gr0 + c;
+#pragma unroll 4
+        for (int64_t i = r0; i < r1; i++)
+            acc = fma(ldx(col + i * cols), e[i], acc);
+    } else {
+#pragma unroll 4
+        for (int64_t i = r0; i < r1; i++)
+            acc = fma(e[i], e[i], acc);
+    }
+    partial[(int64_t)blockIdx.y * J + c] = acc;
+}
+
+// out[j] = Σ_p partial[p·J + j], one CTA per column j; fixed order (strided per thread, then block_sum).
+constexpr int kRpThreads = 256;
+
+__global__ void __launch_bounds__(kRpThreads)
+    reduce_parts(const double *__restrict__ partial, int64_t nparts, int64_t J, double *__restrict__ out)
+{
+    __shared__ double s_red[kRpThreads / 32];
+    const int64_t j = blockIdx.x;
+    double s = 0.0;
+    for (int64_t p = threadIdx.x; p < nparts; p += blockDim.x)
+        s += partial[p * J + j];
+    s = block_sum(s, s_red);
+    if (threadIdx.x == 0)
+        out[j] = s;
+}
+
+cudaError_t launch_reduce_parts(const double *partial, int64_t nparts, int64_t J, double *out,
+                                cudaStream_t stream)
+{
+    if (J > 0x7fffffff)
+        return cudaErrorInvalidValue;
+    reduce_parts<<<(unsigned)J, kRpThreads, 0, stream>>>(partial, nparts, J, out);
+    return cudaGetLastError();
+}
+
+// How a grad_update call is split; shared by the launcher and the scratch query.
+struct GuPlan {
+    bool fast;
+    int G, K;             // fast path: lanes per row, columns per lane
+    int64_t grid;         // fast path: CTAs
+    int64_t tiles, splits, chunk;  // general path: column tiles × row chunks of chunk rows
+    int64_t parts;        // partial rows of gr_n + 1 doubles in scratch
+};
+
+GuPlan gu_plan(int64_t rows, int64_t up_n, int64_t gr_n, int nsm)
+{
+    GuPlan p = {};
+    const int64_t maxb = up_n > gr_n ? up_n : gr_n;
+    if (nsm < 1)
+        nsm = 1;
+    if (maxb <= kFastMax) {
+        p.fast = true;
+        p.G = maxb <= 8 ? 8 : maxb <= 16 ? 16 : 32;
+        p.K = maxb <= p.G ? 1 : (int)ceil_div(maxb, p.G);
+        const int64_t groups = kGuThreads / p.G;
+        int64_t want = ceil_div(rows, groups);
+        p.grid = (int64_t)nsm * kGuBlocksPerSm;
+        if (want < p.grid)
+            p.grid = want;
+        if (p.grid < 1)
+            p.grid = 1;
+        p.parts = p.grid;
+    } else {
+        p.tiles = ceil_div(gr_n + 1, kGcThreads);
+        int64_t splits = ceil_div((int64_t)nsm * 16, p.tiles);  // ~16 CTAs of 128 threads per SM
+        int64_t by_rows = ceil_div(rows, 256);                   // at least 256 rows per chunk
+        if (splits > by_rows)
+            splits = by_rows;
+        if (splits > 65535)
+            splits = 65535;
+        if (splits < 1)
+            splits = 1;
+        p.chunk = ceil_div(rows > 0 ? rows : 1, splits);
+        p.splits = ceil_div(rows > 0 ? rows : 1, p.chunk);
+        p.parts = p.splits;
+    }
+    return p;
+}
+
+template <typename T, int G, int K>
+cudaError_t launch_fused(const GuPlan &p, const void *X, int64_t rows, int64_t cols, double *e,
+                         int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
+                         double *gout, double *scratch, cudaStream_t stream)
+{
+    const int64_t J = gr_n + 1, groups = kGuThreads / G;
+    grad_update_fused<T, G, K><<<(unsigned)p.grid, kGuThreads, groups * J * sizeof(double), stream>>>(
+        (const T *)X, rows, cols, e, up0, (int)up_n, coef, gr0, (int)gr_n, scratch);
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess)
+        return rc;
+    return launch_reduce_parts(scratch, p.grid, J, gout, stream);
+}
+
+template <typename T>
+cudaError_t launch_fused_t(const GuPlan &p, const void *X, int64_t rows, int64_t cols, double *e,
+                           int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
+                           double *gout, double *scratch, cudaStream_t stream)
+{
+#define DS_FUSED(G_, K_) \
+    launch_fused<T, G_, K_>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch, stream)
+    if (p.G == 8)
+        return DS_FUSED(8, 1);
+    if (p.G == 16)
+        return DS_FUSED(16, 1);
+    switch (p.K) {
+    case 1: return DS_FUSED(32, 1);
+    case 2: return DS_FUSED(32, 2);
+    case 3: return DS_FUSED(32, 3);
+    case 4: return DS_FUSED(32, 4);
+    default: return cudaErrorInvalidValue;
+    }
+#undef DS_FUSED
+}
+
+template <typename T>
+cudaError_t launch_general(const GuPlan &p, const void *X, int64_t rows, int64_t cols, double *e,
+                           int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
+                           double *gout, double *scratch, int nsm, cudaStream_t stream)
+{
+    if (up_n > 0) {
+        const int64_t wpb = kUrThreads / 32;
+        int64_t grid = ceil_div(rows, wpb), cap = (int64_t)nsm * 8;
+        if (grid > cap)
+            grid = cap;
+        update_rows<T><<<(unsigned)grid, kUrThreads, 0, stream>>>((const T *)X, rows, cols, e, up0, up_n,
+                                                                  coef);
+        cudaError_t rc = cudaGetLastError();
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    const int64_t J = gr_n + 1;
+    dim3 grid((unsigned)p.tiles, (unsigned)p.splits);
+    grad_cols<T><<<grid, kGcThreads, 0, stream>>>((const T *)X, rows, cols, e, gr0, gr_n, p.chunk, scratch);
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess)
+        return rc;
+    return launch_reduce_parts(scratch, p.splits, J, gout, stream);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// block_step: one CTA. da (kept in coef until alpha is known), num = da·g, den = daᵀ G_bb da (a warp
+// per row of G_bb, lanes along the row), alpha, then coef = alpha·da and a += coef.
+
+constexpr int kBsThreads = 256;
+
+__global__ void __launch_bounds__(kBsThreads)
+    block_step_kernel(const double *__restrict__ gbuf, const double *__restrict__ diag,
+                      const double *__restrict__ gbb, int nb, int ld, int line_search,
+                      double *__restrict__ a, double *__restrict__ coef, double *ee_slot)
+{
+    __shared__ double s_red[kBsThreads / 32];
+    const int t = threadIdx.x, nt = blockDim.x, lane = t % 32, warp = t / 32, nwarps = nt / 32;
+
+    double num = 0.0;
+    for (int j = t; j < nb; j += nt) {
+        const double gj = gbuf[j], dj = diag[j];
+        const double da = dj > 0.0 ? gj / dj : 0.0;
+        coef[j] = da;
+        num += da * gj;
+    }
+    num = block_sum(num, s_red);  // its barriers also publish coef (= da) to the whole CTA
+
+    double alpha = 1.0;
+    if (line_search) {
+        double den = 0.0;  // this warp's rows; equal on every lane
+        for (int j = warp; j < nb; j += nwarps) {
+            const double *row = gbb + (int64_t)j * ld;
+            double r = 0.0;
+            for (int k = lane; k < nb; k += 32)
+                r = fma(row[k], coef[k], r);
+            den += coef[j] * warp_sum(r);
+        }
+        den = block_sum(lane == 0 ? den : 0.0, s_red);  // also: every read of coef is done
+        alpha = den > 0.0 ? num / den : 0.0;
+    }
+
+    for (int j = t; j < nb; j += nt) {
+        const double cj = alpha * coef[j];  // this thread wrote coef[j] above
+        coef[j] = cj;
+        a[j] += cj;
+    }
+    if (t == 0 && ee_slot)
+        *ee_slot = gbuf[nb];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gram_sweeps. Three kernels, each a single CTA running all the sweeps:
+//  - sweeps_seq_reg<R> (batch 1, n ≤ 4096): thread t owns g_i, diag_i, a_i for i = t + nt·r (r < R)
+//    in registers. A column step is: read da_j (broadcast through shared memory), g_i −= da_j·G[j, i]
+//    for the own i (row j of G was prefetched during the previous step), and the owner of column j+1
+//    computes da_{j+1} from its now final g_{j+1} and publishes it into the other half of a
+//    double-buffered slot. One barrier per column.
+//  - sweeps_seq_global (batch 1, n > 4096): the same with g, diag, a in global memory.
+//  - sweeps_block (batch > 1): per block, da and num; w = G[:, b]·da by tiles of rows i, with the
+//    sum over j split across NJ thread groups so that one SM keeps many loads in flight; den = da·w_b
+//    (w_b = G_bb·da); alpha; g −= alpha·w; a_b += alpha·da.
+// ee is carried by thread 0 and follows ee −= 2·alpha·num − alpha²·den. With one column (batch 1, or a
+// block of one column), alpha is 1, as backend.h states.
+
+constexpr int kSwThreads = 1024;
+constexpr int kSeqRegMax = 4;  // registers per thread: g, diag, a, next row of G, each R doubles
+
+// da for one column and the ee decrement it causes (alpha = 1): 2·num − den.
+__device__ __forceinline__ void publish_column(double *slot, double gj, double dj)
+{
+    const double da = dj > 0.0 ? gj / dj : 0.0;
+    const double num = da * gj, den = da * dj * da;
+    slot[0] = da;
+    slot[1] = 2.0 * num - den;
+}
+
+template <int R>
+__global__ void __launch_bounds__(kSwThreads, 1)
+    sweeps_seq_reg(const double *__restrict__ G, const double *__restrict__ diag, double *g, double *a,
+                   double *ee, double *ee_hist, int n, int sweeps)
+{
+    __shared__ double s_bc[2][2];  // [step parity][da, ee decrement]
+    const int t = threadIdx.x, nt = blockDim.x;
+    double gr[R], dr[R], ar[R], gn[R];  // gn: the row of G for the current step
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int i = t + nt * r;
+        const bool ok = i < n;
+        gr[r] = ok ? g[i] : 0.0;
+        dr[r] = ok ? diag[i] : 0.0;
+        ar[r] = ok ? a[i] : 0.0;
+        gn[r] = ok ? G[i] : 0.0;  // row 0
+    }
+    if (t == 0)
+        publish_column(s_bc[0], gr[0], dr[0]);
+    double ee_run = (t == 0) ? *ee : 0.0;
+    __syncthreads();
+
+    int p = 0;
+    for (int s = 0; s < sweeps; s++) {
+        int ot = 0, orr = 0;  // owner of column j: thread ot, slot orr
+        for (int j = 0; j < n; j++) {
+            const double da = s_bc[p][0];
+            if (t == 0)
+                ee_run -= s_bc[p][1];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                gr[r] = fma(-da, gn[r], gr[r]);
+            if (t == ot) {
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    if (r == orr)
+                        ar[r] += da;
+            }
+            // Next column (wrapping into the next sweep) and its owner.
+            const int jn = (j + 1 == n) ? 0 : j + 1;
+            int nt_owner = ot + 1, nr_owner = orr;
+            if (nt_owner == nt) {
+                nt_owner = 0;
+                nr_owner++;
+            }
+            if (jn == 0)
+                nt_owner = nr_owner = 0;
+            const double *row = G + (int64_t)jn * n;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const int i = t + nt * r;
+                gn[r] = (i < n) ? row[i] : 0.0;  // used after the barrier: its latency is hidden
+            }
+            if (t == nt_owner) {
+                double gj = 0.0, dj = 0.0;
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    if (r == nr_owner) {
+                        gj = gr[r];
+                        dj = dr[r];
+                    }
+                publish_column(s_bc[p ^ 1], gj, dj);
+            }
+            ot = nt_owner;
+            orr = nr_owner;
+            p ^= 1;
+            __syncthreads();
+        }
+        if (t == 0 && ee_hist)
+            ee_hist[s] = ee_run;
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int i = t + nt * r;
+        if (i < n) {
+            g[i] = gr[r];
+            a[i] = ar[r];
+        }
+    }
+    if (t == 0)
+        *ee = ee_run;
+}
+
+__global__ void __launch_bounds__(kSwThreads, 1)
+    sweeps_seq_global(const double *__restrict__ G, const double *__restrict__ diag, double *g,
+                      double *a, double *ee, double *ee_hist, int64_t n, int sweeps)
+{
+    __shared__ double s_bc[2][2];
+    const int t = threadIdx.x, nt = blockDim.x;
+    if (t == 0)
+        publish_column(s_bc[0], g[0], diag[0]);
+    double ee_run = (t == 0) ? *ee : 0.0;
+    __syncthreads();
+    int p = 0;
+    for (int s = 0; s < sweeps; s++) {
+        for (int64_t j = 0; j < n; j++) {
+            const double da = s_bc[p][0];
+            if (t == 0)
+                ee_run -= s_bc[p][1];
+            const double *row = G + j * n;
+            for (int64_t i = t; i < n; i += nt)
+                g[i] = fma(-da, row[i], g[i]);
+            if (j % nt == t)
+                a[j] += da;
+            const int64_t jn = (j + 1 == n) ? 0 : j + 1;
+            if (jn % nt == t)  // this thread just wrote g[jn]
+                publish_column(s_bc[p ^ 1], g[jn], diag[jn]);
+            p ^= 1;
+            __syncthreads();
+        }
+        if (t == 0 && ee_hist)
+            ee_hist[s] = ee_run;
+    }
+    if (t == 0)
+        *ee = ee_run;
+}
+
+// da lives in dynamic shared memory when batch doubles fit there, else in da_glob (scratch).
+__global__ void __launch_bounds__(kSwThreads, 1)
+    sweeps_block(const double *__restrict__ G, const double *__restrict__ diag, double *g, double *a,
+                 double *ee, double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
+                 double *wbuf, double *da_glob, int da_in_smem)
+{
+    extern __shared__ double s_dyn[];
+    __shared__ double s_part[2][kSwThreads];  // double-buffered per tile: one barrier per tile
+    __shared__ double s_red[kSwThreads / 32];
+    double *da = da_in_smem ? s_dyn : da_glob;
+    const int t = threadIdx.x, nt = blockDim.x;
+    double ee_run = (t == 0) ? *ee : 0.0;
+
+    for (int s = 0; s < sweeps; s++) {
+        for (int64_t b0 = 0; b0 < n; b0 += batch) {
+            const int nb = (int)((n - b0 < batch) ? n - b0 : batch);
+            const int NJ = nb >= 8 ? 8 : nb >= 4 ? 4 : nb >= 2 ? 2 : 1;
+            const int TI = nt / NJ, ii = t % TI, q = t / TI;
+
+            double num = 0.0;
+            for (int j = t; j < nb; j += nt) {
+                const double gj = g[b0 + j], dj = diag[b0 + j];
+                const double d = dj > 0.0 ? gj / dj : 0.0;
+                da[j] = d;
+                num += d * gj;
+            }
+            num = block_sum(num, s_red);  // publishes da
+
+            // w_i = Σ_j G[b0+j, i]·da_j (= (G[:, b]·da)_i by symmetry; rows of G are contiguous).
+            double den = 0.0;
+            int buf = 0;
+            for (int64_t i0 = 0; i0 < n; i0 += TI, buf ^= 1) {
+                const int64_t i = i0 + ii;
+                double part = 0.0;
+                if (i < n) {
+                    const double *col = G + b0 * n + i;
+#pragma unroll 4
+                    for (int j = q; j < nb; j += NJ)
+                        part = fma(col[(int64_t)j * n], da[j], part);
+                }
+                s_part[buf][t] = part;  // t == q·TI + ii
+                __syncthreads();
+                if (q == 0 && i < n) {
+                    double w = 0.0;
+                    for (int qq = 0; qq < NJ; qq++)
+                        w += s_part[buf][qq * TI + ii];
+                    if (i >= b0 && i < b0 + nb)
+                        den = fma(da[i - b0], w, den);
+                    if (line_search && nb > 1)
+                        wbuf[i] = w;
+                    else
+                        g[i] -= w;  // alpha is 1
+                }
+            }
+            den = block_sum(den, s_red);  // also publishes wbuf
+            const bool unit = !line_search || nb == 1;
+            const double alpha = unit ? 1.0 : (den > 0.0 ? num / den : 0.0);
+            if (t == 0)
+                ee_run -= 2.0 * alpha * num - alpha * alpha * den;
+            for (int j = t; j < nb; j += nt)
+                a[b0 + j] += alpha * da[j];
+            if (!unit)
+                for (int64_t i = t; i < n; i += nt)
+                    g[i] -= alpha * wbuf[i];
+            __syncthreads();  // g final before the next block reads it; da free for reuse
+        }
+        if (t == 0 && ee_hist)
+            ee_hist[s] = ee_run;
+    }
+    if (t == 0)
+        *ee = ee_run;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------
+
+extern "C" size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int nsm)
+{
+    GuPlan p = gu_plan(rows, up_n, gr_n, nsm);
+    return (size_t)p.parts * (size_t)(gr_n + 1);
+}
+
+extern "C" cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
+                                        int64_t up0, int64_t up_n, const double *coef, int64_t gr0,
+                                        int64_t gr_n, double *gout, double *scratch, int nsm,
+                                        cudaStream_t stream)
+{
+    if (up_n < 0 || gr_n < 0 || up0 < 0 || gr0 < 0 || up0 + up_n > cols || gr0 + gr_n > cols)
+        return cudaErrorInvalidValue;
+    if (rows <= 0)
+        return ds_k_fill(gout, gr_n + 1, 0.0, stream);
+    GuPlan p = gu_plan(rows, up_n, gr_n, nsm);
+    if (p.fast)
+        return f32 ? launch_fused_t<float>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch,
+                                           stream)
+                   : launch_fused_t<double>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch,
+                                            stream);
+    return f32 ? launch_general<float>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch, nsm,
+                                       stream)
+               : launch_general<double>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch, nsm,
+                                        stream);
+}
+
+extern "C" cudaError_t ds_k_block_step(const double *gbuf, const double *diag, const double *gbb, int nb,
+                                       int ld, int line_search, double *a, double *coef, double *ee_slot,
+                                       cudaStream_t stream)
+{
+    if (nb < 0 || ld < nb)
+        return cudaErrorInvalidValue;
+    block_step_kernel<<<1, kBsThreads, 0, stream>>>(gbuf, diag, gbb, nb, ld, line_search, a, coef, ee_slot);
+    return cudaGetLastError();
+}
+
+extern "C" size_t ds_k_gram_sweeps_scratch(int64_t n, int batch)
+{
+    int64_t nb = batch < n ? batch : n;
+    return (size_t)(n + (nb > 0 ? nb : 0));  // w [n], then da [batch] when it does not fit in shared memory
+}
+
+extern "C" cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, double *a,
+                                        double *ee, double *ee_hist, int64_t n, int batch, int line_search,
+                                        int sweeps, double *scratch, cudaStream_t stream)
+{
+    if (batch < 1 || n < 0 || sweeps < 0)
+        return cudaErrorInvalidValue;
+    if (sweeps == 0)
+        return cudaSuccess;
+    if (batch == 1 && n > 0 && n <= (int64_t)kSwThreads * kSeqRegMax) {
+        const int nn = (int)n;
+        if (nn <= kSwThreads) {
+            const int nt = (nn + 31) / 32 * 32;  // fewer warps: cheaper barriers for small n
+            sweeps_seq_reg<1><<<1, nt, 0, stream>>>(G, diag, g, a, ee, ee_hist, nn, sweeps);
+        } else if (nn <= 2 * kSwThreads) {
+            sweeps_seq_reg<2><<<1, kSwThreads, 0, stream>>>(G, diag, g, a, ee, ee_hist, nn, sweeps);
+        } else {
+            sweeps_seq_reg<4><<<1, kSwThreads, 0, stream>>>(G, diag, g, a, ee, ee_hist, nn, sweeps);
+        }
+        return cudaGetLastError();
+    }
+    if (batch == 1 && n > 0) {
+        sweeps_seq_global<<<1, kSwThreads, 0, stream>>>(G, diag, g, a, ee, ee_hist, n, sweeps);
+        return cudaGetLastError();
+    }
+    const int64_t nbmax = batch < n ? batch : n;
+    int dev = 0, optin = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (rc != cudaSuccess)
+        return rc;
+    const size_t static_bytes = sizeof(double) * (2 * kSwThreads + kSwThreads / 32);
+    size_t dyn = (size_t)(nbmax > 0 ? nbmax : 1) * sizeof(double);
+    const int in_smem = static_bytes + dyn <= (size_t)optin;
+    if (!in_smem)
+        dyn = 0;
+    if (dyn > 0) {
+        rc = cudaFuncSetAttribute(sweeps_block, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn);
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    sweeps_block<<<1, kSwThreads, dyn, stream>>>(G, diag, g, a, ee, ee_hist, n, batch, line_search, sweeps,
+                                                 scratch, scratch + n, in_smem);
+    return cudaGetLastError();
+}
