@@ -34,8 +34,6 @@ ratio("peer_b100", "seed_b100_auto")
 ratio("peer_b100", "seed_b100_residual")
 ratio("peer_b1", "seed_b1_gram")
 ratio("peer_b1", "seed_b1_residual")
-ratio("peer_4m_b100", "strong4m_np1")
-ratio("peer_4m_b100", "strong4m_np4")
 print()
 for a, b, what in [("strong4m_np1", "strong4m_np4", "strong scaling 4M x 1000, 4 GPUs vs 1"),
                    ("strong4m_np1", "strong4m_np2", "strong scaling 4M x 1000, 2 GPUs vs 1"),
