@@ -29,15 +29,15 @@ solve() {
     shift 2
     [ "$np" -le "$ngpu" ] || return 0
     local pass=(-x NCCL_NVLS_ENABLE)
-    for v in DSOLVE_GRAM_TILE DSOLVE_GRAM_KSPLIT; do [ -z "${!v:-}" ] || pass+=(-x "$v"); done
+    for v in DSOLVE_GRAM_TILE DSOLVE_GRAM_KSPLIT DSOLVE_GRAM_STREAMS; do [ -z "${!v:-}" ] || pass+=(-x "$v"); done
     mpirun -np "$np" --bind-to none "${pass[@]}" "$root/build-gpu/dsolve" solve --json --quiet "$@" \
         >"$out/$name.json" 2>"$out/$name.err" || echo "FAILED: $name: $(tail -2 "$out/$name.err")"
 }
 
 echo "== benchmarks"
-# The Gram product's plan: cuBLAS DSYRK against tiles of 128, 256 and 512 columns (split over rows).
-DSOLVE_GRAM_KSPLIT=0 solve gramplan_syrk 1 --method gram --repeat 10
-for t in 128 256 512; do DSOLVE_GRAM_TILE=$t solve gramplan_t$t 1 --method gram --repeat 10; done
+# The Gram product's plan: cuBLAS DSYRK on 1 to 4 concurrent row chunks, against the tiled product.
+for s in 1 2 3 4; do DSOLVE_GRAM_STREAMS=$s solve gramplan_syrk$s 1 --method gram --repeat 10; done
+for ks in 2 4 8; do DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=$ks solve gramplan_t128k$ks 1 --method gram --repeat 10; done
 solve seed_b100_gram 1 --method gram --repeat 20
 solve seed_b100_residual 1 --method residual --repeat 20
 solve seed_b1_gram 1 --batch 1 --method gram --repeat 10
