@@ -40,7 +40,7 @@ typedef struct solve_run {
     ds_args args;
     sb_opts so;
     int f32;
-    double t_start, t_io, *times;
+    double t_start, *times, *setups, *sweeps;
     double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
 } solve_run;
 
@@ -79,29 +79,41 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+// The median of v[0 .. n−1] (n ≥ 1), v left as it was.
+static double median(const double *v, int n)
+{
+    double *s = malloc((size_t)n * sizeof(double));
+    DS_ASSERT(s);
+    memcpy(s, v, (size_t)n * sizeof(double));
+    qsort(s, (size_t)n, sizeof(double), cmp_double);
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
 // One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median time.
 static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *res)
 {
     const int reps = (int)opts_int(&r->args, "repeat");
     r->times = calloc((size_t)reps, sizeof(double));
-    if (!r->times)
+    r->setups = calloc((size_t)reps, sizeof(double));
+    r->sweeps = calloc((size_t)reps, sizeof(double));
+    if (!r->times || !r->setups || !r->sweeps)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int i = reps > 1 ? -1 : 0; i < reps; i++) {
         solvebak_result_free(res);
         int rc = solvebak_run(ctx, &d->X, d->y, d->rows_global, &r->so, res);
         if (rc != DS_OK)
             return rc;
-        if (i >= 0)
+        if (i >= 0) {
             r->times[i] = res->solve_seconds;
+            r->setups[i] = res->setup_seconds;
+            r->sweeps[i] = res->sweep_seconds;
+        }
     }
-    double *sorted = malloc((size_t)reps * sizeof(double));
-    if (!sorted)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    memcpy(sorted, r->times, (size_t)reps * sizeof(double));
-    qsort(sorted, (size_t)reps, sizeof(double), cmp_double);
-    double median = reps % 2 ? sorted[reps / 2] : 0.5 * (sorted[reps / 2 - 1] + sorted[reps / 2]);
-    free(sorted);
-    res->solve_seconds = median;
+    res->solve_seconds = median(r->times, reps);
+    res->setup_seconds = median(r->setups, reps);
+    res->sweep_seconds = median(r->sweeps, reps);
     return DS_OK;
 }
 
@@ -287,6 +299,8 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     *msg = ctx.msg;
     solvebak_result_free(&res);
     free(r.times);
+    free(r.setups);
+    free(r.sweeps);
     data_free(&ctx, &d);
     ctx_close(&ctx);
     return rc;
