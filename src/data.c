@@ -44,7 +44,14 @@ static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
     char *hx = malloc((size_t)chunk * row_bytes);
     double *hy = malloc((size_t)chunk * sizeof(double));
     int rc = hx && hy ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for staging");
+    double t0 = MPI_Wtime(), last = t0;
     for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += chunk) {
+        double now = MPI_Wtime();
+        if (now - last > 5.0) {  // rank 0's share stands for all: ranks load at the same pace
+            ctx_log(ctx, "loading: %.0f%% of %.1f GB a rank, %.0f s", 100.0 * r / d->X.rows,
+                    (double)d->X.rows * row_bytes / 1e9, now - t0);
+            last = now;
+        }
         int64_t nr = d->X.rows - r < chunk ? d->X.rows - r : chunk;
         rc = produce(arg, d->row0 + r, nr, hx, hy, &ctx->msg);
         if (rc == DS_OK)
