@@ -272,6 +272,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         ctx_close(&ctx);
         return rc;
     }
+    ctx.quiet = opts_flag(&r.args, "quiet");
     ds_data d;
     sb_result res = {0};
     rc = solve_load(&ctx, &r, &d);

@@ -114,7 +114,7 @@ int ctx_agree(ds_ctx *ctx, int status)
 
 void ctx_log(const ds_ctx *ctx, const char *fmt, ...)
 {
-    if (ctx->rank != 0)
+    if (ctx->rank != 0 || ctx->quiet)
         return;
     va_list ap;
     va_start(ap, fmt);

@@ -20,6 +20,7 @@ typedef struct ds_ctx {
     char device_name[128];
     char backend_note[256];  // why auto chose the backend it chose ("" when there is nothing to say)
     ds_msg msg;              // the first failure's message on this rank
+    int quiet;               // 1: ctx_log prints nothing
 } ds_ctx;
 
 // Sets up ctx over comm with backend "auto", "cpu" or "cuda" and opens the backend. Collective.
@@ -31,7 +32,7 @@ void ctx_close(ds_ctx *ctx);
 // rank and copies its message into ctx->msg, or DS_OK when all succeeded.
 int ctx_agree(ds_ctx *ctx, int status);
 
-// Rank 0 prints one line to stderr (progress and notes).
+// Rank 0 prints one line to stderr (progress and notes), unless ctx->quiet.
 void ctx_log(const ds_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
