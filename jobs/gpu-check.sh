@@ -20,7 +20,7 @@ jobs/build.sh "$root/build-gpu" -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 
 echo "built in ${SECONDS}s"
 
 echo "== ctest"
-(cd build-gpu && ctest --output-on-failure --timeout 600) >"$out/ctest.log" 2>&1
+(cd build-gpu && ctest -j 4 --output-on-failure --timeout 600) >"$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|\*\*\*|Passed|Failed|Skipped" "$out/ctest.log" | tail -20
 
 # solve NAME NP ARGS...: one dsolve solve run, its JSON in OUT_DIR/NAME.json.
