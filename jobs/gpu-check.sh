@@ -20,7 +20,7 @@ jobs/build.sh "$root/build-gpu" -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 
 echo "built in ${SECONDS}s"
 
 echo "== ctest"
-(cd build-gpu && ctest -j 4 --output-on-failure --timeout 600) >"$out/ctest.log" 2>&1
+(cd build-gpu && ctest -j 4 --output-on-failure --timeout 600 ${CTEST_ARGS:-}) >"$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|\*\*\*|Passed|Failed|Skipped" "$out/ctest.log" | tail -20
 
 # solve NAME NP ARGS...: one dsolve solve run, its JSON in OUT_DIR/NAME.json.
@@ -35,9 +35,12 @@ solve() {
 }
 
 echo "== benchmarks"
-# The Gram product's plan: cuBLAS DSYRK on 1 to 4 concurrent row chunks, against the tiled product.
-for s in 1 2 3 4; do DSOLVE_GRAM_STREAMS=$s solve gramplan_syrk$s 1 --method gram --repeat 10; done
-for ks in 2 4 8; do DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=$ks solve gramplan_t128k$ks 1 --method gram --repeat 10; done
+# The Gram product's plan: cuBLAS DSYRK on row chunks over 4 concurrent streams (the default) or one,
+# against the tiled product (tiles of 128 columns, split over 8 or 16 row chunks).
+DSOLVE_GRAM_STREAMS=1 solve gramplan_syrk1 1 --method gram --repeat 10
+DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=8 solve gramplan_t128k8 1 --method gram --repeat 10
+DSOLVE_GRAM_STREAMS=1 solve gramplan4m_syrk1 1 --rows 4000000 --cols 1000 --method gram --repeat 5
+DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=16 solve gramplan4m_t128k16 1 --rows 4000000 --cols 1000 --method gram --repeat 5
 solve seed_b100_gram 1 --method gram --repeat 20
 solve seed_b100_residual 1 --method residual --repeat 20
 solve seed_b1_gram 1 --batch 1 --method gram --repeat 10

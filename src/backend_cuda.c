@@ -605,31 +605,38 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
     return DS_OK;
 }
 
-// G by cuBLAS DSYRK over S row chunks at once, on S side streams (one SYRK of 1 000 columns does not
-// fill an H200), while c = Xᵀy runs on the main stream. S == 1 writes G directly; S > 1 sums S
-// partials. DSOLVE_GRAM_STREAMS (1 .. 4) overrides S.
+// G by cuBLAS DSYRK on chunks of at most GEMM_CHUNK_ROWS rows (one DSYRK over 4 M rows ran 7× slower
+// than chunks of 32 768), dealt round-robin to S side streams that run at once (one DSYRK of 1 000
+// columns does not fill an H200), each summing into its own partial; c = Xᵀy runs meanwhile on the
+// main stream, and a reduction adds the partials into the full symmetric G. DSOLVE_GRAM_STREAMS
+// (1 .. 4) overrides S.
 static int gram_syrk_streams(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const double *y, double *out)
 {
     cuda_state *st = state(ctx);
-    int64_t S = env_int("DSOLVE_GRAM_STREAMS", 1);
+    const int64_t chunks = (m + GEMM_CHUNK_ROWS - 1) / GEMM_CHUNK_ROWS;
+    int64_t S = env_int("DSOLVE_GRAM_STREAMS", GRAM_STREAMS);
     S = S < 1 ? 1 : S > GRAM_STREAMS ? GRAM_STREAMS : S;
-    if (m < 1024 * S)
-        S = 1;
-    double *P = out;
+    S = S > chunks ? chunks : S;
+    while (S > 1 && (double)S * n * n * 8 > 2e9)  // partials stay under 2 GB
+        S--;
+    const int64_t kc = (m + chunks - 1) / chunks;  // near-equal chunks
+    double *P = out;  // one stream sums straight into G
     if (S > 1)
         DS_CHECK(scratch_reserve(ctx, (size_t)(S * n * n), &P));
     const double one = 1.0, zero = 0.0;
-    const int64_t kc = (m + S - 1) / S;
     CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
-    for (int64_t s = 0; s < S; s++) {
-        const int64_t r0 = s * kc, k = m - r0 < kc ? m - r0 : kc;
+    for (int64_t s = 0; s < S; s++)
         CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[s], st->fork, 0));
-        // Column-major upper (row ≤ column) of each partial, as ds_k_gram_reduce reads it; with one
-        // stream, the lower (row-major upper) is mirrored instead.
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t s = c % S, r0 = c * kc, k = m - r0 < kc ? m - r0 : kc;
+        // Partials: the column-major upper triangle (row ≤ column), as ds_k_gram_reduce reads it; G
+        // itself: the column-major lower, which is the row-major upper that ds_k_mirror_upper copies.
         CUBLAS_CHECK(ctx, cublasDsyrk_64(st->side_blas[s], S > 1 ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
-                                         CUBLAS_OP_N, n, k, &one, X + r0 * n, n, &zero, P + s * n * n, n));
-        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
+                                         CUBLAS_OP_N, n, k, &one,
+                                         X + r0 * n, n, c < S ? &zero : &one, P + s * n * n, n));
     }
+    for (int64_t s = 0; s < S; s++)
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
     CUBLAS_CHECK(ctx, cublasDgemv_64(st->blas, CUBLAS_OP_N, n, m, &one, X, n, y, 1, &zero, out + n * n, 1));
     for (int64_t s = 0; s < S; s++)
         CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[s], 0));
