@@ -35,12 +35,9 @@ solve() {
 }
 
 echo "== benchmarks"
-# The Gram product's plan: cuBLAS DSYRK on row chunks over 4 concurrent streams (the default) or one,
-# against the tiled product (tiles of 128 columns, split over 8 or 16 row chunks).
-DSOLVE_GRAM_STREAMS=1 solve gramplan_syrk1 1 --method gram --repeat 10
-DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=8 solve gramplan_t128k8 1 --method gram --repeat 10
-DSOLVE_GRAM_STREAMS=1 solve gramplan4m_syrk1 1 --rows 4000000 --cols 1000 --method gram --repeat 5
-DSOLVE_GRAM_TILE=128 DSOLVE_GRAM_KSPLIT=16 solve gramplan4m_t128k16 1 --rows 4000000 --cols 1000 --method gram --repeat 5
+# The Gram product: the tiled product (the default) against cuBLAS DSYRK on row chunks.
+DSOLVE_GRAM_KSPLIT=0 solve gramplan_syrk 1 --method gram --repeat 10
+DSOLVE_GRAM_KSPLIT=0 solve gramplan4m_syrk 1 --rows 4000000 --cols 1000 --method gram --repeat 5
 solve seed_b100_gram 1 --method gram --repeat 20
 solve seed_b100_residual 1 --method residual --repeat 20
 solve seed_b1_gram 1 --batch 1 --method gram --repeat 10

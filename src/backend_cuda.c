@@ -487,9 +487,9 @@ static int dot_self(ds_ctx *ctx, const double *y, int64_t m, double *result)
 }
 
 // The tiled Gram product (f64): the n columns are cut into tiles of t (a multiple of 32) and only the
-// tiles on and above the diagonal are multiplied, about half of a full GEMM's flops (cuBLAS DSYRK took
-// a full GEMM's time); each tile is split over ks chunks of rows so that the batched GEMMs (one per
-// tile shape) fill the GPU, and a reduction sums the partials into the full symmetric G.
+// tiles on and above the diagonal are multiplied (about half of a full GEMM's flops, as in SYRK); each
+// tile is split over ks chunks of rows so that the batched GEMMs (one per tile shape) fill the GPU, and
+// a reduction sums the partials into the full symmetric G.
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the plan; DSOLVE_GRAM_KSPLIT=0 selects cuBLAS DSYRK.
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
@@ -511,16 +511,17 @@ static int64_t env_int(const char *name, int64_t fallback)
 static gram_plan gram_make_plan(const cuda_state *st, int64_t m, int64_t n)
 {
     gram_plan p;
-    p.t = env_int("DSOLVE_GRAM_TILE", n <= 512 ? n : 256);
+    // Measured on an H200 (n = 1 000): tiles of 128 with chunks of 12 500 rows took 3.0 ms for 10⁵ rows
+    // and 111 ms for 4·10⁶ (16 chunks), against 3.08 and 129 ms for DSYRK on chunks of 32 768 rows.
+    p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
     p.t = (p.t + 31) / 32 * 32;
     p.T = (n + p.t - 1) / p.t;
-    const int64_t side = (p.t + 127) / 128, ctas = p.T * (p.T + 1) / 2 * side * side;
-    int64_t ks = (4 * st->nsm + ctas - 1) / ctas;
-    ks = ks > 16 ? 16 : ks;
-    while (ks > 1 && ((double)ks * n * n * 8 > 2e9 || m / ks < 1024))  // partials ≤ 2 GB, chunks ≥ 1024 rows
+    int64_t ks = (m + 12499) / 12500;
+    ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
+    while (ks > 1 && (double)ks * n * n * 8 > 2e9)  // partials stay under 2 GB
         ks--;
-    p.ks = env_int("DSOLVE_GRAM_KSPLIT", 0);  // measured: the tiled product lost to DSYRK (3.3 against 3.05 ms)
-    (void)ks;
+    (void)st;
+    p.ks = env_int("DSOLVE_GRAM_KSPLIT", ks);
     p.kc = p.ks > 0 ? (m + p.ks - 1) / p.ks : m;
     if (p.ks > 0)
         p.ks = (m + p.kc - 1) / p.kc;  // no empty chunk
@@ -605,16 +606,15 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
     return DS_OK;
 }
 
-// G by cuBLAS DSYRK on chunks of at most GEMM_CHUNK_ROWS rows (one DSYRK over 4 M rows ran 7× slower
-// than chunks of 32 768), dealt round-robin to S side streams that run at once (one DSYRK of 1 000
-// columns does not fill an H200), each summing into its own partial; c = Xᵀy runs meanwhile on the
-// main stream, and a reduction adds the partials into the full symmetric G. DSOLVE_GRAM_STREAMS
-// (1 .. 4) overrides S.
+// G by cuBLAS DSYRK (DSOLVE_GRAM_KSPLIT=0) on chunks of at most GEMM_CHUNK_ROWS rows (one DSYRK over
+// 4 M rows ran 7× slower than chunks of 32 768), dealt round-robin to S side streams (DSOLVE_GRAM_STREAMS,
+// default 1: 4 concurrent streams were measured slower), each summing into its own partial; c = Xᵀy
+// runs meanwhile on the main stream, and a reduction adds the partials into the full symmetric G.
 static int gram_syrk_streams(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const double *y, double *out)
 {
     cuda_state *st = state(ctx);
     const int64_t chunks = (m + GEMM_CHUNK_ROWS - 1) / GEMM_CHUNK_ROWS;
-    int64_t S = env_int("DSOLVE_GRAM_STREAMS", GRAM_STREAMS);
+    int64_t S = env_int("DSOLVE_GRAM_STREAMS", 1);
     S = S < 1 ? 1 : S > GRAM_STREAMS ? GRAM_STREAMS : S;
     S = S > chunks ? chunks : S;
     while (S > 1 && (double)S * n * n * 8 > 2e9)  // partials stay under 2 GB
@@ -659,10 +659,15 @@ static int cuda_gram(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
     if (!X->f32 && n > 0 && plan.ks == 0) {
         DS_CHECK(gram_syrk_streams(ctx, (const double *)X->data, m, n, y, out));
     } else if (!X->f32 && n > 0) {
+        // c = Xᵀy (memory-bound) on a side stream, under the compute-bound GEMMs.
         const double one = 1.0, zero = 0.0;
+        CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
+        CUBLAS_CHECK(ctx, cublasDgemv_64(st->side_blas[0], CUBLAS_OP_N, n, m, &one, (const double *)X->data, n, y,
+                                         1, &zero, out + n * n, 1));
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[0], st->side[0]));
         DS_CHECK(gram_tiled(ctx, (const double *)X->data, m, n, &plan, out));
-        CUBLAS_CHECK(ctx, cublasDgemv_64(st->blas, CUBLAS_OP_N, n, m, &one, (const double *)X->data, n, y, 1,
-                                         &zero, out + n * n, 1));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
     } else if (n > 0) {
         int64_t chunk;
         double *wide;
