@@ -31,7 +31,7 @@ cudaError_t ds_k_f32_to_f64(double *dst, const float *src, int64_t count, cudaSt
 // triangle so that C is full symmetric. (cuBLAS's column-major FILL_MODE_LOWER is this upper triangle.)
 cudaError_t ds_k_mirror_upper(double *C, int64_t n, cudaStream_t stream);
 
-// solvebak.cu ------------------------------------------------------------------------------------
+// residual.cu and gram_sweeps.cu ---------------------------------------------------------------
 
 // Doubles of scratch that ds_k_grad_update needs for these sizes on a device with nsm multiprocessors.
 size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int nsm);

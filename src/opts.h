@@ -14,7 +14,7 @@ typedef struct ds_opt {
     const char *name;  // long name without the dashes
     int type;
     const char *def;   // default as text; NULL when there is none
-    const char *meta;  // the value's placeholder in --help ("M"), or the choices "f64|f32" for OPT_CHOICE
+    const char *meta;  // the value's name in --help ("M"), or the choices "f64|f32" for OPT_CHOICE
     double min, max;   // accepted range of OPT_INT and OPT_DOUBLE
     const char *help;
 } ds_opt;

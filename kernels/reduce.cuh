@@ -1,0 +1,53 @@
+// reduce.cuh: device helpers shared by the kernels: read-only loads of X widened to double, and sums
+// over a warp and over a CTA in a fixed order (so results are bit-identical from run to run).
+// provides: kFullMask, ldx, warp_sum, block_sum, ceil_div
+#ifndef DS_REDUCE_CUH
+#define DS_REDUCE_CUH
+
+#include <stdint.h>
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+template <typename T>
+__device__ __forceinline__ double ldx(const T *p)
+{
+    return (double)__ldg(p);  // X is read-only for the whole kernel
+}
+
+// Sum over the 32 lanes of a warp. The xor butterfly gives every lane the same bits (each level adds
+// the same two values, in either order), so later branches on the sum agree across lanes.
+__device__ __forceinline__ double warp_sum(double v)
+{
+    for (int off = 16; off > 0; off /= 2)
+        v += __shfl_xor_sync(kFullMask, v, off);
+    return v;
+}
+
+// Sum over the CTA in a fixed order; every thread gets the same value. All threads must call it.
+// s_red holds one double per warp. Ends with a barrier, so it also orders the memory accesses
+// before it against those after it.
+__device__ double block_sum(double v, double *s_red)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = (blockDim.x + 31) / 32;
+    v = warp_sum(v);
+    if (lane == 0)
+        s_red[warp] = v;
+    __syncthreads();
+    double t = 0.0;
+    for (int w = 0; w < nwarps; w++)
+        t += s_red[w];
+    __syncthreads();
+    return t;
+}
+
+int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+
+}  // namespace
+
+#endif
