@@ -180,6 +180,7 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_num(&j, "rel_residual", res->rel_residual);
     json_num(&j, "normal_residual", res->normal_residual);
     json_nums(&j, "residual_history", res->history, res->sweeps + 1);
+    json_bool(&j, "residual_history_exact", strcmp(res->method, "residual") == 0);
     json_num(&j, "coef_error", r->coef_error);
     json_int(&j, "zero_columns", res->zero_columns);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
