@@ -52,6 +52,16 @@ done
 solve weak10m_np1 1 --rows 10000000 --cols 1000 --repeat 5
 solve weak40m_np4 4 --rows 40000000 --cols 1000 --repeat 5
 
+# From an HDF5 file, as a user runs it: gen writes 1 M x 1 000 (8 GB) with 4 ranks, solve reads it back.
+if [ "$ngpu" -ge 4 ]; then
+    h5=$(mktemp -d)/problem.h5
+    mpirun -np 4 --bind-to none "$root/build-gpu/dsolve" gen --rows 1000000 --cols 1000 --seed 7 --output "$h5" --json \
+        >"$out/file_gen.json" 2>"$out/file_gen.err" || echo "FAILED: gen: $(tail -2 "$out/file_gen.err")"
+    solve file_solve_np4 4 --input "$h5" --output "${h5%.h5}-a.h5"
+    ls -l "$(dirname "$h5")" >"$out/file_ls.txt"
+    rm -rf "$(dirname "$h5")"
+fi
+
 if [ -n "$peer" ]; then
     echo "== peer (seed code, CuPy)"
     PYTHONUNBUFFERED=1 python3 "$peer" solvebak --xp cupy --batch 100 >"$out/peer_b100.json" 2>"$out/peer_b100.err"

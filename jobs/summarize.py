@@ -16,7 +16,7 @@ runs = {os.path.basename(p)[:-5]: load(p) for p in sorted(glob.glob(os.path.join
 print(f"{'run':28} {'ranks':>5} {'method':>8} {'batch':>5} {'sweeps':>6} {'solve ms':>10} {'setup ms':>9} "
       f"{'rel resid':>10} {'GB/s':>8} {'setup %DGEMM':>12}")
 for name, j in runs.items():
-    if not j or name.startswith("peer"):
+    if not j or name.startswith("peer") or name == "file_gen":
         continue
     flops = j["rows"] * j["cols"] ** 2  # SYRK of the Gram route (per run, all ranks)
     dg = flops / j["ranks"] / j["setup_seconds"] / DGEMM * 100 if j["method"] == "gram" else float("nan")
@@ -40,6 +40,13 @@ for a, b, what in [("strong4m_np1", "strong4m_np4", "strong scaling 4M x 1000, 4
                    ("strong4m_residual_np1", "strong4m_residual_np4", "strong scaling 4M x 1000 residual route, 4 vs 1")]:
     if runs.get(a) and runs.get(b):
         print(f"{what}: {runs[a]['solve_seconds']/runs[b]['solve_seconds']:.2f}x")
+f = runs.get("file_solve_np4")
+if f:
+    print(f"from HDF5, 1M x 1000 on 4 GPUs: solve {f['solve_seconds']*1e3:.1f} ms, total with I/O {f['total_seconds']:.2f} s, "
+          f"coef error {f['coef_error']:.2e}")
+g = runs.get("file_gen")
+if g:
+    print(f"gen 1M x 1000 (8 GB) with 4 ranks: {g['seconds']:.2f} s")
 w1, w4 = runs.get("weak10m_np1"), runs.get("weak40m_np4")
 if w1 and w4:
     r1 = w1["rows"] / w1["solve_seconds"]; r4 = w4["rows"] / 4 / w4["solve_seconds"]
