@@ -3,6 +3,7 @@
 // once every rank has succeeded. The contents do not depend on the number of ranks.
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmds.h"
 #include "ctx.h"
@@ -38,6 +39,7 @@ static int gen_write_block(const gen_lsq *p, const double *a_true, int f32, cons
                            const char *yname, int64_t row0, int64_t rows, ds_msg *msg)
 {
     const size_t row_bytes = (size_t)p->cols * (f32 ? 4 : 8);
+    const int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int64_t chunk = GEN_CHUNK_BYTES / (int64_t)row_bytes;
     chunk = chunk < 1 ? 1 : chunk > rows ? (rows > 0 ? rows : 1) : chunk;
     void *X = malloc((size_t)chunk * row_bytes);
@@ -45,7 +47,7 @@ static int gen_write_block(const gen_lsq *p, const double *a_true, int f32, cons
     int rc = X && y ? DS_OK : ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
     for (int64_t r = 0; rc == DS_OK && r < rows; r += chunk) {
         int64_t nr = rows - r < chunk ? rows - r : chunk;
-        gen_lsq_rows(p, a_true, row0 + r, nr, f32, X, y);
+        gen_lsq_rows_parallel(p, a_true, row0 + r, nr, f32, X, y, threads);  // ranks take turns: all cores
         rc = h5io_write_rows(tmp, xname, row0 + r, nr, p->cols, f32, X, msg);
         if (rc == DS_OK)
             rc = h5io_write_rows(tmp, yname, row0 + r, nr, 0, 0, y, msg);
