@@ -1,10 +1,12 @@
-// h5io.c: the HDF5 side of dsolve: validating, reading and writing least-squares files, vectors and
-// their attributes. The only file that includes hdf5.h. HDF5 "is not designed to handle maliciously
-// crafted files safely", so every input is checked (existence, links, type, rank, sizes) before use.
-// Each function opens what it needs and closes every hid_t at its single `done` label.
+// h5io.c: the HDF5 side of dsolve, reading: validating and reading least-squares files and vectors,
+// and the helpers that h5io_write.c shares (h5io_internal.h); these files and h5io_internal.h are the
+// only code that includes hdf5.h. HDF5 "is not designed to handle maliciously crafted files safely",
+// so every input is checked (existence, links, type, rank, sizes) before use. Each function opens
+// what it needs and closes every hid_t before it returns.
 #define _POSIX_C_SOURCE 200809L
 
 #include "h5io.h"
+#include "h5io_internal.h"
 
 #include <errno.h>
 #include <hdf5.h>  // provides: H5F/H5D/H5S/H5T/H5A/H5L/H5O/H5P/H5E
@@ -15,46 +17,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum {
-    NAME_MAX_LEN = 256,                // longest dataset path, leading '/' included
-    CHUNK_BYTES = 4 << 20,             // largest chunk create_lsq makes (HDF5's limit is 4 GiB)
-};
-static const int64_t XFER_BYTES = (int64_t)1 << 30;  // largest block one H5Dread/H5Dwrite moves
 
-// Link walk outcomes (see walk_links).
-enum { LINKS_HARD, LINKS_MISSING, LINKS_SOFT, LINKS_EXTERNAL, LINKS_OTHER };
-
-static void quiet(void)
+void h5i_quiet(void)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-static void close_obj(hid_t id)
+void h5i_close_obj(hid_t id)
 {
     if (id >= 0)
         H5Oclose(id);
 }
 
-static void close_space(hid_t id)
+void h5i_close_space(hid_t id)
 {
     if (id >= 0)
         H5Sclose(id);
 }
 
-static void close_type(hid_t id)
+void h5i_close_type(hid_t id)
 {
     if (id >= 0)
         H5Tclose(id);
 }
 
-static void close_plist(hid_t id)
+void h5i_close_plist(hid_t id)
 {
     if (id >= 0)
         H5Pclose(id);
 }
 
 // Closes a file opened for writing; a failure here (data not flushed) is a failure of the write.
-static int close_file(hid_t file, const char *path, int rc, ds_msg *msg)
+int h5i_close_file(hid_t file, const char *path, int rc, ds_msg *msg)
 {
     if (file >= 0 && H5Fclose(file) < 0 && rc == DS_OK)
         return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot close (disk full?)", path);
@@ -62,7 +56,7 @@ static int close_file(hid_t file, const char *path, int rc, ds_msg *msg)
 }
 
 // "X", "/X", "grp//X/" → "/X", "/grp/X": one absolute form that HDF5 and the messages both use.
-static int norm_name(const char *path, const char *name, char *out, ds_msg *msg)
+int h5i_norm_name(const char *path, const char *name, char *out, ds_msg *msg)
 {
     size_t n = 0;
     for (const char *p = name; *p; p++) {
@@ -118,7 +112,7 @@ static int open_ro(const char *path, hid_t *file, ds_msg *msg)
 
 // Follows name (normalised) one component at a time, so that no soft or external link is ever
 // traversed; *bad gets the first component that is missing or not a hard link.
-static int walk_links(hid_t file, const char *name, char *bad)
+int h5i_walk_links(hid_t file, const char *name, char *bad)
 {
     size_t n = strlen(name);
     for (size_t i = 1; i <= n; i++) {
@@ -142,7 +136,7 @@ static int check_links(hid_t file, const char *path, const char *name, ds_msg *m
     static const char *kinds[] = {[LINKS_SOFT] = "a soft", [LINKS_EXTERNAL] = "an external",
                                   [LINKS_OTHER] = "a user-defined"};
     char part[NAME_MAX_LEN];
-    int w = walk_links(file, name, part);
+    int w = h5i_walk_links(file, name, part);
     if (w == LINKS_HARD)
         return DS_OK;
     if (w == LINKS_MISSING)
@@ -174,7 +168,7 @@ static int check_type(hid_t dset, const char *path, const char *name, int *f32, 
     hid_t t = H5Dget_type(dset);
     H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
     size_t size = t >= 0 ? H5Tget_size(t) : 0;
-    close_type(t);
+    h5i_close_type(t);
     if (c == H5T_NO_CLASS)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its type", path, name);
     if (c != H5T_FLOAT)
@@ -197,7 +191,7 @@ static int check_shape(hid_t dset, const char *path, const char *name, int rank,
     int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
     if (nd == rank && H5Sget_simple_extent_dims(sp, d, NULL) < 0)
         nd = -1;
-    close_space(sp);
+    h5i_close_space(sp);
     if (nd < 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its shape", path, name);
     if (nd != rank)
@@ -235,7 +229,7 @@ static int open_float_dataset(hid_t file, const char *path, const char *name, in
     if (rc == DS_OK)
         *dset = obj;
     else
-        close_obj(obj);
+        h5i_close_obj(obj);
     return rc;
 }
 
@@ -250,13 +244,13 @@ static herr_t xfer_block(hid_t dset, int write, hsize_t row0, hsize_t n, hsize_t
     if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
         st = write ? H5Dwrite(dset, mtype, ms, fs, H5P_DEFAULT, buf)
                    : H5Dread(dset, mtype, ms, fs, H5P_DEFAULT, buf);
-    close_space(ms);
-    close_space(fs);
+    h5i_close_space(ms);
+    h5i_close_space(fs);
     return st;
 }
 
 // xfer_block in blocks of at most XFER_BYTES, so that no single call sees a huge selection.
-static herr_t xfer_rows(hid_t dset, int write, int64_t row0, int64_t nrows, int64_t cols,
+herr_t h5i_xfer_rows(hid_t dset, int write, int64_t row0, int64_t nrows, int64_t cols,
                         hid_t mtype, void *buf)
 {
     int64_t row_bytes = (cols ? cols : 1) * (int64_t)H5Tget_size(mtype);
@@ -310,9 +304,9 @@ int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_
                    ds_msg *msg)
 {
     char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, xname, xn, msg));
-    DS_CHECK(norm_name(path, yname, yn, msg));
-    quiet();
+    DS_CHECK(h5i_norm_name(path, xname, xn, msg));
+    DS_CHECK(h5i_norm_name(path, yname, yn, msg));
+    h5i_quiet();
     hid_t file = H5I_INVALID_HID, x = H5I_INVALID_HID, y = H5I_INVALID_HID;
     int64_t xd[2] = {0}, yd[2] = {0};
     int rc = open_ro(path, &file, msg);
@@ -327,13 +321,13 @@ int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_
         info->rows = xd[0];
         info->cols = xd[1];
     }
-    close_obj(y);
-    close_obj(x);
-    return close_file(file, path, rc, msg);
+    h5i_close_obj(y);
+    h5i_close_obj(x);
+    return h5i_close_file(file, path, rc, msg);
 }
 
 // The rows asked for must lie inside the dataset, which must be cols wide (cols == 0: 1-D).
-static int check_range(const char *path, const char *name, const int64_t dims[2], int64_t row0,
+int h5i_check_range(const char *path, const char *name, const int64_t dims[2], int64_t row0,
                        int64_t nrows, int64_t cols, ds_msg *msg)
 {
     if (cols && dims[1] != cols)
@@ -355,14 +349,14 @@ static int read_checked(hid_t file, const char *path, const char *name, int64_t 
     int stored_f32 = 0;
     int rc = open_float_dataset(file, path, name, cols ? 2 : 1, &d, dims, &stored_f32, msg);
     if (rc == DS_OK)
-        rc = check_range(path, name, dims, row0, nrows, cols, msg);
+        rc = h5i_check_range(path, name, dims, row0, nrows, cols, msg);
     hid_t mtype = f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
-    if (rc == DS_OK && xfer_rows(d, 0, row0, nrows, cols, mtype, buf) < 0)
+    if (rc == DS_OK && h5i_xfer_rows(d, 0, row0, nrows, cols, mtype, buf) < 0)
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld", path, name,
                      (long long)row0, (long long)(row0 + nrows - 1));
     if (rc == DS_OK)
         rc = check_finite(path, name, buf, f32, row0, nrows, cols, msg);
-    close_obj(d);
+    h5i_close_obj(d);
     return rc;
 }
 
@@ -372,33 +366,33 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
     if (nrows == 0)
         return DS_OK;
     char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, xname, xn, msg));
-    DS_CHECK(norm_name(path, yname, yn, msg));
+    DS_CHECK(h5i_norm_name(path, xname, xn, msg));
+    DS_CHECK(h5i_norm_name(path, yname, yn, msg));
     if (cols <= 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld columns requested", path, xn,
                        (long long)cols);
-    quiet();
+    h5i_quiet();
     hid_t file = H5I_INVALID_HID;
     int rc = open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, msg);
     if (rc == DS_OK)
         rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, msg);
-    return close_file(file, path, rc, msg);
+    return h5i_close_file(file, path, rc, msg);
 }
 
 int h5io_has_dataset(const char *path, const char *name)
 {
     char n[NAME_MAX_LEN], part[NAME_MAX_LEN];
     ds_msg m = {{0}};
-    if (norm_name(path, name, n, &m) != DS_OK)
+    if (h5i_norm_name(path, name, n, &m) != DS_OK)
         return 0;
-    quiet();
+    h5i_quiet();
     hid_t file = H5I_INVALID_HID, obj = H5I_INVALID_HID;
     int found = 0, w = LINKS_MISSING;
     if (open_ro(path, &file, &m) != DS_OK)
         goto done;
-    w = walk_links(file, n, part);
+    w = h5i_walk_links(file, n, part);
     // A name behind a soft or external link counts as present so that the reader, which refuses
     // such links, says why instead of the name being silently skipped.
     if (w != LINKS_HARD) {
@@ -408,16 +402,16 @@ int h5io_has_dataset(const char *path, const char *name)
     obj = H5Oopen(file, n, H5P_DEFAULT);
     found = obj >= 0 && H5Iget_type(obj) == H5I_DATASET;
 done:
-    close_obj(obj);
-    close_file(file, path, DS_OK, NULL);
+    h5i_close_obj(obj);
+    h5i_close_file(file, path, DS_OK, NULL);
     return found;
 }
 
 int h5io_read_vector(const char *path, const char *name, int64_t n, double *out, ds_msg *msg)
 {
     char vn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, name, vn, msg));
-    quiet();
+    DS_CHECK(h5i_norm_name(path, name, vn, msg));
+    h5i_quiet();
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int64_t dims[2] = {0};
     int f32 = 0;
@@ -427,231 +421,8 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
     if (rc == DS_OK && dims[0] != n)
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld elements, expected %lld", path, vn,
                      (long long)dims[0], (long long)n);
-    if (rc == DS_OK && xfer_rows(d, 0, 0, n, 0, H5T_NATIVE_DOUBLE, out) < 0)
+    if (rc == DS_OK && h5i_xfer_rows(d, 0, 0, n, 0, H5T_NATIVE_DOUBLE, out) < 0)
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read", path, vn);
-    close_obj(d);
-    return close_file(file, path, rc, msg);
-}
-
-// Creates dataset name (normalised, intermediate groups made as needed) of file type ftype with
-// dims, chunked as chunk (NULL: contiguous); the caller closes *dset.
-static int create_dataset(hid_t file, const char *path, const char *name, int rank,
-                          const hsize_t *dims, const hsize_t *chunk, hid_t ftype, hid_t *dset,
-                          ds_msg *msg)
-{
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    hid_t sp = H5Screate_simple(rank, dims, NULL);
-    *dset = H5I_INVALID_HID;
-    if (lcpl >= 0 && dcpl >= 0 && sp >= 0 && H5Pset_create_intermediate_group(lcpl, 1) >= 0 &&
-        (!chunk || H5Pset_chunk(dcpl, rank, chunk) >= 0))
-        *dset = H5Dcreate2(file, name, ftype, sp, lcpl, dcpl, H5P_DEFAULT);
-    close_space(sp);
-    close_plist(dcpl);
-    close_plist(lcpl);
-    if (*dset < 0)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot create", path, name);
-    return DS_OK;
-}
-
-// chunk_rows rows a chunk (at most rows), fewer when a chunk would pass CHUNK_BYTES; a row wider
-// than CHUNK_BYTES is split by columns.
-static void chunk_shape(int64_t rows, int64_t cols, size_t elsize, int64_t chunk_rows,
-                        hsize_t chunk[2])
-{
-    int64_t per_chunk = CHUNK_BYTES / (int64_t)elsize;
-    int64_t c = cols < per_chunk ? cols : per_chunk;
-    int64_t r = chunk_rows > 0 && chunk_rows < rows ? chunk_rows : rows;
-    if (r > per_chunk / c)
-        r = per_chunk / c;
-    chunk[0] = (hsize_t)(r > 0 ? r : 1);
-    chunk[1] = (hsize_t)c;
-}
-
-int h5io_create_lsq(const char *path, const char *xname, const char *yname, int64_t rows,
-                    int64_t cols, int f32, int64_t chunk_rows, ds_msg *msg)
-{
-    char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, xname, xn, msg));
-    DS_CHECK(norm_name(path, yname, yn, msg));
-    if (rows <= 0 || cols <= 0)
-        return ds_fail(msg, DS_ERR_INPUT, "%s: cannot create an empty dataset (%lld × %lld)", path,
-                       (long long)rows, (long long)cols);
-    quiet();
-    hid_t ftype = f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
-    hsize_t xdims[2] = {(hsize_t)rows, (hsize_t)cols}, xchunk[2], ychunk[2];
-    chunk_shape(rows, cols, f32 ? 4 : 8, chunk_rows, xchunk);
-    chunk_shape(rows, 1, f32 ? 4 : 8, chunk_rows, ychunk);
-    hid_t x = H5I_INVALID_HID, y = H5I_INVALID_HID;
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot create", path) : DS_OK;
-    if (rc == DS_OK)
-        rc = create_dataset(file, path, xn, 2, xdims, xchunk, ftype, &x, msg);
-    if (rc == DS_OK)
-        rc = create_dataset(file, path, yn, 1, xdims, ychunk, ftype, &y, msg);
-    close_obj(y);
-    close_obj(x);
-    return close_file(file, path, rc, msg);
-}
-
-// Opens an existing dataset of a file opened for writing and checks the rows to be written fit.
-static int open_for_write(hid_t file, const char *path, const char *name, int64_t row0,
-                          int64_t nrows, int64_t cols, hid_t *dset, ds_msg *msg)
-{
-    hsize_t d[H5S_MAX_RANK] = {0};
-    *dset = H5Dopen2(file, name, H5P_DEFAULT);
-    hid_t sp = *dset >= 0 ? H5Dget_space(*dset) : H5I_INVALID_HID;
-    int nd = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
-    if (nd == (cols ? 2 : 1) && H5Sget_simple_extent_dims(sp, d, NULL) < 0)
-        nd = -1;
-    close_space(sp);
-    if (nd < 0)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot open for writing", path, name);
-    if (nd != (cols ? 2 : 1))
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: %d-D, expected %d-D", path, name, nd,
-                       cols ? 2 : 1);
-    int64_t dims[2] = {(int64_t)d[0], (int64_t)d[1]};
-    if (check_range(path, name, dims, row0, nrows, cols, msg) != DS_OK)
-        return DS_ERR_RUNTIME;
-    return DS_OK;
-}
-
-int h5io_write_rows(const char *path, const char *name, int64_t row0, int64_t nrows, int64_t cols,
-                    int src_f32, const void *data, ds_msg *msg)
-{
-    char dn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, name, dn, msg));
-    if (nrows == 0)
-        return DS_OK;
-    quiet();
-    hid_t d = H5I_INVALID_HID;
-    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot open for writing", path) : DS_OK;
-    if (rc == DS_OK)
-        rc = open_for_write(file, path, dn, row0, nrows, cols, &d, msg);
-    hid_t mtype = src_f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
-    if (rc == DS_OK && xfer_rows(d, 1, row0, nrows, cols, mtype, (void *)data) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write rows %lld..%lld", path, dn,
-                     (long long)row0, (long long)(row0 + nrows - 1));
-    close_obj(d);
-    return close_file(file, path, rc, msg);
-}
-
-int h5io_write_vector(const char *path, int create, const char *name, const double *v, int64_t n,
-                      ds_msg *msg)
-{
-    char vn[NAME_MAX_LEN], part[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, name, vn, msg));
-    quiet();
-    hid_t d = H5I_INVALID_HID;
-    hid_t file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)
-                        : H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot %s", path,
-                                create ? "create" : "open for writing")
-                      : DS_OK;
-    if (rc == DS_OK && walk_links(file, vn, part) != LINKS_MISSING)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: already exists", path, vn);
-    hsize_t dims[1] = {(hsize_t)(n > 0 ? n : 0)};
-    if (rc == DS_OK)
-        rc = create_dataset(file, path, vn, 1, dims, NULL, H5T_IEEE_F64LE, &d, msg);
-    if (rc == DS_OK && n > 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write", path, vn);
-    close_obj(d);
-    return close_file(file, path, rc, msg);
-}
-
-// File type, memory type, dataspace and data of one attribute; the caller closes all three ids.
-static void attr_layout(const h5io_attr *a, hid_t *ftype, hid_t *mtype, hid_t *space,
-                        const void **buf)
-{
-    hsize_t len = (hsize_t)(a->len > 0 ? a->len : 0);
-    switch (a->kind) {
-    case H5IO_INT:
-        *ftype = H5Tcopy(H5T_STD_I64LE);
-        *mtype = H5Tcopy(H5T_NATIVE_INT64);
-        *buf = &a->i;
-        break;
-    case H5IO_DOUBLE:
-    case H5IO_DOUBLES:
-        *ftype = H5Tcopy(H5T_IEEE_F64LE);
-        *mtype = H5Tcopy(H5T_NATIVE_DOUBLE);
-        *buf = a->kind == H5IO_DOUBLE ? (const void *)&a->d : (const void *)a->v;
-        break;
-    default:  // H5IO_STRING: variable-length UTF-8, which h5py reads as str
-        DS_ASSERT(a->kind == H5IO_STRING && a->s);
-        *ftype = H5Tcopy(H5T_C_S1);
-        if (*ftype >= 0 && (H5Tset_size(*ftype, H5T_VARIABLE) < 0 ||
-                            H5Tset_cset(*ftype, H5T_CSET_UTF8) < 0)) {
-            H5Tclose(*ftype);
-            *ftype = H5I_INVALID_HID;
-        }
-        *mtype = *ftype >= 0 ? H5Tcopy(*ftype) : H5I_INVALID_HID;
-        *buf = &a->s;
-    }
-    // An attribute cannot have a zero-size simple dataspace in HDF5 1.10: len 0 is a null one.
-    if (a->kind != H5IO_DOUBLES)
-        *space = H5Screate(H5S_SCALAR);
-    else
-        *space = len ? H5Screate_simple(1, &len, NULL) : H5Screate(H5S_NULL);
-}
-
-// Writes one attribute, replacing an earlier one of the same name.
-static int write_attr(hid_t obj, const char *path, const char *dn, const h5io_attr *a, ds_msg *msg)
-{
-    hid_t ftype, mtype, space, attr = H5I_INVALID_HID;
-    const void *buf = NULL;
-    attr_layout(a, &ftype, &mtype, &space, &buf);
-    int ok = ftype >= 0 && mtype >= 0 && space >= 0;
-    if (ok && H5Aexists(obj, a->name) > 0)
-        ok = H5Adelete(obj, a->name) >= 0;
-    if (ok)
-        attr = H5Acreate2(obj, a->name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
-    ok = attr >= 0 && (H5Sget_simple_extent_type(space) == H5S_NULL || H5Awrite(attr, mtype, buf) >= 0);
-    if (attr >= 0)
-        H5Aclose(attr);
-    close_space(space);
-    close_type(mtype);
-    close_type(ftype);
-    if (!ok)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write attribute %s", path, dn,
-                       a->name);
-    return DS_OK;
-}
-
-int h5io_write_attrs(const char *path, const char *dataset, const h5io_attr *attrs, int nattrs,
-                     ds_msg *msg)
-{
-    char dn[NAME_MAX_LEN];
-    DS_CHECK(norm_name(path, dataset, dn, msg));
-    quiet();
-    hid_t d = H5I_INVALID_HID;
-    hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot open for writing", path) : DS_OK;
-    if (rc == DS_OK && (d = H5Dopen2(file, dn, H5P_DEFAULT)) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot open for writing", path, dn);
-    for (int i = 0; rc == DS_OK && i < nattrs; i++)
-        rc = write_attr(d, path, dn, &attrs[i], msg);
-    close_obj(d);
-    return close_file(file, path, rc, msg);
-}
-
-int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg)
-{
-    if (rename(tmp_path, final_path) != 0) {
-        int e = errno;
-        return ds_fail(msg, DS_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp_path, final_path,
-                       strerror(e));
-    }
-    return DS_OK;
-}
-
-void h5io_discard(const char *tmp_path)
-{
-    unlink(tmp_path);
-}
-
-void h5io_version(char *buf, size_t len)
-{
-    unsigned maj = 0, min = 0, rel = 0;
-    H5get_libversion(&maj, &min, &rel);
-    snprintf(buf, len, "HDF5 %u.%u.%u", maj, min, rel);
+    h5i_close_obj(d);
+    return h5i_close_file(file, path, rc, msg);
 }

@@ -1,0 +1,35 @@
+// h5io_internal.h: what h5io.c (validation, reading) and h5io_write.c share: limits and the helpers
+// that close handles, normalise names, walk links and move row blocks. Only those two include it.
+// provides: NAME_MAX_LEN, CHUNK_BYTES, XFER_BYTES, LINKS_*, h5i_quiet, h5i_close_obj, h5i_close_space, h5i_close_type, h5i_close_plist,
+//           h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range
+#ifndef DS_H5IO_INTERNAL_H
+#define DS_H5IO_INTERNAL_H
+
+#include <hdf5.h>
+#include <stdint.h>
+
+#include "../src/err.h"
+
+enum {
+    NAME_MAX_LEN = 256,                // longest dataset path, leading '/' included
+    CHUNK_BYTES = 4 << 20,             // largest chunk create_lsq makes (HDF5's limit is 4 GiB)
+};
+static const int64_t XFER_BYTES = (int64_t)1 << 30;  // largest block one H5Dread/H5Dwrite moves
+
+// Link walk outcomes (see h5i_walk_links).
+enum { LINKS_HARD, LINKS_MISSING, LINKS_SOFT, LINKS_EXTERNAL, LINKS_OTHER };
+
+void h5i_quiet(void);
+void h5i_close_obj(hid_t id);
+void h5i_close_space(hid_t id);
+void h5i_close_type(hid_t id);
+void h5i_close_plist(hid_t id);
+int h5i_close_file(hid_t file, const char *path, int rc, ds_msg *msg);
+int h5i_norm_name(const char *path, const char *name, char *out, ds_msg *msg);
+int h5i_walk_links(hid_t file, const char *name, char *bad);
+herr_t h5i_xfer_rows(hid_t dset, int write, int64_t row0, int64_t nrows, int64_t cols,
+                        hid_t mtype, void *buf);
+int h5i_check_range(const char *path, const char *name, const int64_t dims[2], int64_t row0,
+                       int64_t nrows, int64_t cols, ds_msg *msg);
+
+#endif
