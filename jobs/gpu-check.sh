@@ -38,6 +38,9 @@ echo "== benchmarks"
 # The Gram product: the tiled product (the default) against cuBLAS DSYRK on row chunks.
 DSOLVE_GRAM_KSPLIT=0 solve gramplan_syrk 1 --method gram --repeat 10
 DSOLVE_GRAM_KSPLIT=0 solve gramplan4m_syrk 1 --rows 4000000 --cols 1000 --method gram --repeat 5
+for t in 96 128 160 192 256; do
+    for ks in 4 8 16; do DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_KSPLIT=$ks solve tune_t${t}_k$ks 1 --method gram --repeat 10; done
+done
 solve seed_b100_gram 1 --method gram --repeat 20
 solve seed_b100_residual 1 --method residual --repeat 20
 solve seed_b1_gram 1 --batch 1 --method gram --repeat 10
