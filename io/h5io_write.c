@@ -6,11 +6,13 @@
 #include "h5io_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
 // Creates dataset name (normalised, intermediate groups made as needed) of file type ftype with
 // dims, chunked as chunk (NULL: contiguous); the caller closes *dset.
 static int create_dataset(hid_t file, const char *path, const char *name, int rank,
@@ -212,13 +214,35 @@ int h5io_write_attrs(const char *path, const char *dataset, const h5io_attr *att
     return h5i_close_file(file, path, rc, msg);
 }
 
+// Flushes path (a file, or with dir a directory) to stable storage; best effort on filesystems that
+// refuse fsync on directories.
+static void sync_path(const char *path, int dir)
+{
+    int fd = open(path, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg)
 {
+    sync_path(tmp_path, 0);  // the data reaches the disk before the name does
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", final_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';  // the root directory
+    else
+        *slash = '\0';
     if (rename(tmp_path, final_path) != 0) {
         int e = errno;
         return ds_fail(msg, DS_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp_path, final_path,
                        strerror(e));
     }
+    sync_path(dir, 1);
     return DS_OK;
 }
 

@@ -307,8 +307,8 @@ __global__ void __launch_bounds__(kBsThreads)
     }
     num = block_sum(num, s_red);  // its barriers also publish coef (= da) to the whole CTA
 
-    double alpha = 1.0;
-    if (line_search) {
+    double alpha = 1.0;  // also for one column, where the exact line search gives 1 (backend.h)
+    if (line_search && nb > 1) {
         double den = 0.0;  // this warp's rows; equal on every lane
         for (int j = warp; j < nb; j += nwarps) {
             const double *row = gbb + (int64_t)j * ld;

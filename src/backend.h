@@ -20,7 +20,8 @@ typedef struct ds_mat {
 
 // One block step of batched SolveBak, from the block's reduced gradient. All pointers are backend memory.
 //   da_j  = g_j / diag_j            (0 where diag_j == 0: a zero column is skipped)
-//   alpha = (da·g) / (daᵀ G_bb da)  with line_search, 0 when that denominator is 0; else alpha = 1
+//   alpha = (da·g) / (daᵀ G_bb da)  with line_search and nb > 1, 0 when that denominator is 0;
+//           else alpha = 1 (for one column the exact line search is 1: the Gauss–Seidel step)
 //   coef  = alpha·da;  a += coef
 typedef struct ds_step_args {
     const double *gbuf;  // [nb + 1]: the global X_bᵀe, then the global ‖e‖²
@@ -36,9 +37,9 @@ typedef struct ds_step_args {
 // Sweeps of SolveBak on the Gram system (G = XᵀX, c = Xᵀy), which gives the residual form's iterates
 // in exact arithmetic. g = c − G·a is maintained. Per block b (columns b0 .. b0+nb−1, nb ≤ batch):
 //   da = g_b / diag_b (0 where diag is 0); num = da·g_b; den = daᵀ G_bb da;
-//   alpha = line_search ? (den > 0 ? num/den : 0) : 1;
+//   alpha = line_search && nb > 1 ? (den > 0 ? num/den : 0) : 1;
 //   a_b += alpha·da;  g −= alpha·G[:, b]·da;  ee −= 2·alpha·num − alpha²·den.
-// batch 1 is the sequential algorithm (alpha is then exactly 1).
+// batch 1 is the sequential algorithm.
 typedef struct ds_gram_args {
     const double *G;     // [n × n]: full symmetric, row-major
     const double *diag;  // [n]: the diagonal of G
@@ -64,7 +65,7 @@ typedef struct ds_backend {
     void (*free)(ds_ctx *ctx, void *ptr);
     int (*upload)(ds_ctx *ctx, void *dst, const void *src, size_t bytes);    // returns when src may be reused
     int (*download)(ds_ctx *ctx, void *dst, const void *src, size_t bytes);  // waits for queued work
-    int (*copy)(ds_ctx *ctx, void *dst, const void *src, size_t bytes);      // queued
+    int (*copy)(ds_ctx *ctx, void *dst, const void *src, size_t bytes);      // queued; no overlap
     int (*fill)(ds_ctx *ctx, double *x, int64_t n, double value);            // queued
     int (*gather)(ds_ctx *ctx, double *dst, const double *src, int64_t n, int64_t stride);  // dst[i] = src[i·stride], queued
     int (*sync)(ds_ctx *ctx);

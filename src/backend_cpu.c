@@ -46,8 +46,8 @@ static double *cpu_scratch(ds_ctx *ctx, size_t len)
 
 static int cpu_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
 {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    *ptr = aligned_alloc(64, rounded ? rounded : 64);
+    size_t rounded = bytes > SIZE_MAX - 64 ? 0 : (bytes + 63) / 64 * 64;
+    *ptr = rounded || !bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
     if (!*ptr)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory allocating %.2f GiB on rank %d",
                        (double)bytes / (1 << 30), ctx->rank);
@@ -210,7 +210,7 @@ static int cpu_block_step(ds_ctx *ctx, const ds_step_args *s)
             row += s->gbb[(int64_t)j * s->ld + k] * da[k];
         den += da[j] * row;
     }
-    double alpha = s->line_search ? (den > 0 ? num / den : 0.0) : 1.0;
+    double alpha = s->line_search && s->nb > 1 ? (den > 0 ? num / den : 0.0) : 1.0;
     for (int j = 0; j < s->nb; j++) {
         s->coef[j] = alpha * da[j];
         s->a[j] += s->coef[j];
@@ -235,7 +235,12 @@ static int cpu_gram(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
         const double *A = cpu_rows_f64(X, r0, nr, 0, n, scratch, &ld);
         cblas_dgemv(CblasRowMajor, CblasTrans, (int)nr, (int)n, 1.0, A, (int)ld, y + r0, 1, 1.0, c, 1);
     }
-    out[n * n + n] = X->rows > 0 ? cblas_ddot((int)X->rows, y, 1, y, 1) : 0.0;
+    double yy = 0.0;
+    for (int64_t r0 = 0; r0 < X->rows; r0 += CPU_BLAS_ROWS) {
+        int64_t nr = X->rows - r0 < CPU_BLAS_ROWS ? X->rows - r0 : CPU_BLAS_ROWS;
+        yy += cblas_ddot((int)nr, y + r0, 1, y + r0, 1);
+    }
+    out[n * n + n] = yy;
     return DS_OK;
 }
 
@@ -260,7 +265,7 @@ static int cpu_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
                     row += Gj[k] * da[k];
                 den += da[j] * row;
             }
-            double alpha = s->line_search ? (den > 0 ? num / den : 0.0) : 1.0;
+            double alpha = s->line_search && nb > 1 ? (den > 0 ? num / den : 0.0) : 1.0;
             for (int j = 0; j < nb; j++) {
                 s->a[b0 + j] += alpha * da[j];
                 cblas_daxpy((int)n, -alpha * da[j], s->G + (b0 + j) * n, 1, s->g, 1);

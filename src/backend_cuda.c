@@ -87,9 +87,13 @@ int cuda_wait(ds_ctx *ctx, cudaEvent_t ev)
 // ---------------------------------------------------------------------------------------------------
 // open / close
 
+// One wait on the GPU longer than this is taken for a hang (a peer that failed inside an NCCL sum):
+// SolveBak waits at most a sweep or a Gram product at a time. DSOLVE_TIMEOUT=0 waits forever.
+#define DEFAULT_TIMEOUT_S 600.0
+
 static int timeout_from_env(ds_ctx *ctx, double *seconds)
 {
-    *seconds = 0.0;
+    *seconds = DEFAULT_TIMEOUT_S;
     const char *s = getenv("DSOLVE_TIMEOUT");
     if (!s || !*s)
         return DS_OK;

@@ -4,6 +4,8 @@
 // provides: cuda_block_grams, cuda_gram, cuda_grad_update, cuda_block_step, cuda_gram_sweeps
 #define _POSIX_C_SOURCE 200809L
 
+#include <limits.h>
+
 #include "backend_cuda.h"
 // ---------------------------------------------------------------------------------------------------
 // Gram products. cuBLAS is column-major: X (m × n row-major) is Xᵀ (n × m, ld n) to it, and the
@@ -110,7 +112,7 @@ static gram_plan gram_make_plan(const cuda_state *st, int64_t m, int64_t n)
     // Measured on an H200 (n = 1 000): tiles of 128 with chunks of 12 500 rows took 3.0 ms for 10⁵ rows
     // and 111 ms for 4·10⁶ (16 chunks), against 3.08 and 129 ms for DSYRK on chunks of 32 768 rows.
     p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
-    p.t = (p.t + 31) / 32 * 32;
+    p.t = p.t < 32 ? 32 : (p.t + 31) / 32 * 32;
     p.T = (n + p.t - 1) / p.t;
     int64_t ks = (m + 12499) / 12500;
     ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
@@ -118,6 +120,8 @@ static gram_plan gram_make_plan(const cuda_state *st, int64_t m, int64_t n)
         ks--;
     (void)st;
     p.ks = env_int("DSOLVE_GRAM_KSPLIT", ks);
+    if (p.ks > 0 && (m + p.ks - 1) / p.ks > INT_MAX)  // cuBLAS's batched GEMM takes k as int
+        p.ks = (m + INT_MAX - 1) / INT_MAX;
     p.kc = p.ks > 0 ? (m + p.ks - 1) / p.ks : m;
     if (p.ks > 0)
         p.ks = (m + p.kc - 1) / p.kc;  // no empty chunk

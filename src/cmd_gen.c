@@ -23,7 +23,7 @@ static const ds_opt gen_table[] = {
     {"x-dataset", OPT_STRING, "X", "NAME", 0, 0, "dataset for X"},
     {"y-dataset", OPT_STRING, "y", "NAME", 0, 0, "dataset for y"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "file to write (required)"},
-    DS_COMMON_OPTS,
+    DS_REPORT_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
 

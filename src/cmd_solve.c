@@ -98,8 +98,8 @@ static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *r
     r->times = calloc((size_t)reps, sizeof(double));
     r->setups = calloc((size_t)reps, sizeof(double));
     r->sweeps = calloc((size_t)reps, sizeof(double));
-    if (!r->times || !r->setups || !r->sweeps)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int ok = r->times && r->setups && r->sweeps;
+    DS_CHECK(ctx_agree(ctx, ok ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
     for (int i = reps > 1 ? -1 : 0; i < reps; i++) {
         solvebak_result_free(res);
         int rc = solvebak_run(ctx, &d->X, d->y, d->rows_global, &r->so, res);
@@ -132,7 +132,7 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
         {.name = "normal_residual", .kind = H5IO_DOUBLE, .d = res->normal_residual},
         {.name = "stop_reason", .kind = H5IO_STRING, .s = res->stop_reason},
         {.name = "method", .kind = H5IO_STRING, .s = res->method},
-        {.name = "batch", .kind = H5IO_INT, .i = r->so.batch},
+        {.name = "batch", .kind = H5IO_INT, .i = r->so.batch < d->X.cols ? r->so.batch : d->X.cols},
         {.name = "line_search", .kind = H5IO_INT, .i = r->so.line_search},
         {.name = "source", .kind = H5IO_STRING, .s = d->source},
         {.name = "options", .kind = H5IO_STRING, .s = cmdline},
@@ -278,9 +278,12 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     sb_result res = {0};
     rc = solve_load(&ctx, &r, &d);
     if (rc == DS_OK) {
-        double predicted = r.so.iters * 2.0 * (double)d.X.rows * (double)d.X.cols * (r.f32 ? 4 : 8) /
+        // From global sizes only: every rank must reach the same choice (it decides the collectives).
+        double predicted = r.so.iters * 2.0 * ((double)d.rows_global / ctx.nranks) * (double)d.X.cols * (r.f32 ? 4 : 8) /
                            (strcmp(ctx.be->name, "cuda") == 0 ? 3e12 : 8e9);
-        r.so.progress = !opts_flag(&r.args, "quiet") && predicted > 3.0;
+        // Long runs check in after every sweep (a line on stderr unless --quiet), so no single wait on
+        // the device is longer than a sweep.
+        r.so.progress = predicted > 3.0;
         rc = solve_timed(&ctx, &r, &d, &res);
     }
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {

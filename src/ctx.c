@@ -102,6 +102,8 @@ void ctx_close(ds_ctx *ctx)
 
 int ctx_agree(ds_ctx *ctx, int status)
 {
+    if (ctx->agreed_failure != DS_OK)  // every rank already knows: no further collective
+        return ctx->agreed_failure;
     int key = status != DS_OK ? ctx->rank : ctx->nranks, first = 0;
     MPI_Allreduce(&key, &first, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (first == ctx->nranks)
@@ -109,6 +111,7 @@ int ctx_agree(ds_ctx *ctx, int status)
     int shared = status;
     MPI_Bcast(&shared, 1, MPI_INT, first, ctx->comm);
     MPI_Bcast(ctx->msg.text, sizeof ctx->msg.text, MPI_CHAR, first, ctx->comm);
+    ctx->agreed_failure = shared;
     return shared;
 }
 

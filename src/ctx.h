@@ -21,6 +21,7 @@ typedef struct ds_ctx {
     char backend_note[256];  // why auto chose the backend it chose ("" when there is nothing to say)
     ds_msg msg;              // the first failure's message on this rank
     int quiet;               // 1: ctx_log prints nothing
+    int agreed_failure;      // the status of a failure all ranks have agreed on, or DS_OK
 } ds_ctx;
 
 // Sets up ctx over comm with backend "auto", "cpu" or "cuda" and opens the backend. Collective.
@@ -29,7 +30,9 @@ int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend);
 void ctx_close(ds_ctx *ctx);
 
 // Collective: every rank learns whether any rank failed. Returns the status of the lowest failing
-// rank and copies its message into ctx->msg, or DS_OK when all succeeded.
+// rank and copies its message into ctx->msg, or DS_OK when all succeeded. Once a failure is agreed,
+// later calls return it at once without a collective, so a rank that failed early and one that
+// learns of it later make the same sequence of collectives.
 int ctx_agree(ds_ctx *ctx, int status);
 
 // Rank 0 prints one line to stderr (progress and notes), unless ctx->quiet.

@@ -8,6 +8,7 @@
 #include "h5io.h"
 
 enum { STAGE_BYTES = 256 << 20 };  // host staging per chunk when the backend memory is a device's
+#define DATA_MAX_COLS ((int64_t)100000000)  // keeps every column count and index within BLAS's int
 
 void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows)
 {
@@ -20,7 +21,10 @@ static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
 {
     d->X.cols = cols;
     d->X.f32 = f32;
-    size_t xbytes = (size_t)d->X.rows * (size_t)cols * (f32 ? 4 : 8);
+    size_t xbytes = 0;
+    if (__builtin_mul_overflow((size_t)d->X.rows, (size_t)cols * (f32 ? 4 : 8), &xbytes))
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "%lld rows of %lld columns on rank %d do not fit in memory",
+                       (long long)d->X.rows, (long long)cols, ctx->rank);
     int rc = ctx->be->alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
     if (rc == DS_OK)
         rc = ctx->be->alloc(ctx, (void **)&d->y, (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
@@ -81,10 +85,21 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
     memset(d, 0, sizeof *d);
     h5io_lsq_info info = {0};
     int rc = h5io_probe_lsq(path, xname, yname, &info, &ctx->msg);
+    if (rc == DS_OK && info.cols > DATA_MAX_COLS)
+        rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: dataset /%s has %lld columns, more than dsolve's %lld", path,
+                     xname[0] == '/' ? xname + 1 : xname, (long long)info.cols, (long long)DATA_MAX_COLS);
     if (rc == DS_OK && info.rows < ctx->nranks)
         rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: dataset /%s has %lld rows, fewer than the %d ranks", path,
                      xname[0] == '/' ? xname + 1 : xname, (long long)info.rows, ctx->nranks);
     DS_CHECK(ctx_agree(ctx, rc));
+    // Every rank must have opened the same data (a node-local path can differ between nodes).
+    int64_t shape[3] = {info.rows, info.cols, info.x_f32}, lo[3], hi[3];
+    MPI_Allreduce(shape, lo, 3, MPI_INT64_T, MPI_MIN, ctx->comm);
+    MPI_Allreduce(shape, hi, 3, MPI_INT64_T, MPI_MAX, ctx->comm);
+    if (memcmp(lo, hi, sizeof lo) != 0)
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: the ranks do not see the same file (rows %lld to %lld, columns "
+                       "%lld to %lld); give every node the same path", path, (long long)lo[0], (long long)hi[0],
+                       (long long)lo[1], (long long)hi[1]);
     d->rows_global = info.rows;
     data_partition(info.rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
     snprintf(d->source, sizeof d->source, "%s", path);

@@ -20,12 +20,18 @@ static int opts_check_value(const ds_opt *o, const char *v, ds_msg *msg)
     errno = 0;
     if (o->type == OPT_INT) {
         long long x = strtoll(v, &end, 10);
+        if (errno == ERANGE)
+            return ds_fail(msg, DS_ERR_USAGE, "--%s: %s is out of range", o->name, v);
         if (errno || end == v || *end != '\0')
             return ds_fail(msg, DS_ERR_USAGE, "--%s: '%s' is not an integer", o->name, v);
         if ((double)x < o->min || (double)x > o->max)
             return ds_fail(msg, DS_ERR_USAGE, "--%s: %s is out of range [%.17g, %.17g]", o->name, v, o->min, o->max);
     } else if (o->type == OPT_DOUBLE) {
         double x = strtod(v, &end);
+        if (errno == ERANGE && end != v && *end == '\0' && fabs(x) <= 1.0)
+            errno = 0;  // underflow: a tiny number is still that number (or 0)
+        if (errno == ERANGE)
+            return ds_fail(msg, DS_ERR_USAGE, "--%s: %s is out of range", o->name, v);
         if (errno || end == v || *end != '\0' || !isfinite(x))
             return ds_fail(msg, DS_ERR_USAGE, "--%s: '%s' is not a number", o->name, v);
         if (x < o->min || x > o->max)

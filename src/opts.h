@@ -42,12 +42,14 @@ const char *opts_str(const ds_args *args, const char *name);  // NULL when unset
 int opts_flag(const ds_args *args, const char *name);
 int opts_given(const ds_args *args, const char *name);
 
-// The options every subcommand takes.
+// The options every subcommand takes, and --backend for those that compute.
+#define DS_REPORT_OPTS                                                                                  \
+    {"json", OPT_FLAG, NULL, NULL, 0, 0, "print one JSON object on stdout instead of the summary"},     \
+        {"quiet", OPT_FLAG, NULL, NULL, 0, 0, "no progress lines on stderr"},                           \
+        {"help", OPT_FLAG, NULL, NULL, 0, 0, "this text"}
 #define DS_COMMON_OPTS                                                                                  \
     {"backend", OPT_CHOICE, "auto", "auto|cpu|cuda", 0, 0,                                              \
      "cuda when every rank has a GPU of its own, else cpu"},                                             \
-        {"json", OPT_FLAG, NULL, NULL, 0, 0, "print one JSON object on stdout instead of the summary"}, \
-        {"quiet", OPT_FLAG, NULL, NULL, 0, 0, "no progress lines on stderr"},                           \
-        {"help", OPT_FLAG, NULL, NULL, 0, 0, "this text"}
+        DS_REPORT_OPTS
 
 #endif

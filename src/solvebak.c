@@ -1,4 +1,8 @@
 // solvebak.c: SolveBak written once against backend.h (see solvebak.h for the two routes).
+// Failure and collectives: a rank that fails returns at once, and every rank calls ctx_agree before
+// any collective or any wait on the device that follows work which can fail (a peer stuck in an NCCL
+// sum that a failed rank never joined would otherwise wait forever). ctx_agree is idempotent after an
+// agreed failure, so the phases can agree again on the way out.
 #include "solvebak.h"
 
 #include <math.h>
@@ -34,10 +38,10 @@ static void sb_work_free(ds_ctx *ctx, sb_work *w)
     }
 }
 
-int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_local, int64_t cols, int f32, const sb_opts *opts)
+int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts)
 {
     const int cuda = strcmp(ctx->be->name, "cuda") == 0;
-    const double m = (double)rows_local, n = (double)cols, sz = f32 ? 4 : 8;
+    const double m = (double)rows_per_rank, n = (double)cols, sz = f32 ? 4 : 8;
     const double cores = (double)sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
     // Rough rates: FP64 matrix product, memory bandwidth, and the latency of one block step.
     const double flops = cuda ? 40e12 : 15e9 * (cores > 1 ? cores : 1);
@@ -60,7 +64,7 @@ static const char *sb_decide(ds_ctx *ctx, const sb_opts *o, sb_loop *L, int s, d
     int verdict = 0;
     if (ctx->rank == 0) {
         double rel = L->yy > 0 ? sqrt(fmax(ee, 0.0) / L->yy) : sqrt(fmax(ee, 0.0));
-        if (!isfinite(ee) || rel > 1e3)
+        if (o->tol > 0 && (!isfinite(ee) || rel > 1e3))  // with --tol 0 every sweep runs, as documented
             verdict = 1;
         else if (o->tol > 0 && rel <= o->tol)
             verdict = 2;
@@ -78,6 +82,18 @@ static const char *sb_decide(ds_ctx *ctx, const sb_opts *o, sb_loop *L, int s, d
     return reasons[verdict];
 }
 
+// Fault injection for the tests of failure handling: DSOLVE_INJECT_FAILURE=RANK:PHASE (PHASE one of
+// setup, sweep, check) makes that rank fail there, as a device or library failure would.
+static int sb_injected(const ds_ctx *ctx, const char *phase, ds_msg *msg)
+{
+    const char *v = getenv("DSOLVE_INJECT_FAILURE");
+    char *end = NULL;
+    long rank = v ? strtol(v, &end, 10) : -1;
+    if (!v || end == v || *end != ':' || rank != ctx->rank || strcmp(end + 1, phase) != 0)
+        return DS_OK;
+    return ds_fail(msg, DS_ERR_RUNTIME, "injected failure in %s on rank %d (DSOLVE_INJECT_FAILURE)", phase, ctx->rank);
+}
+
 // Reads one double of backend memory on every rank.
 static int sb_read(ds_ctx *ctx, const double *src, double *dst)
 {
@@ -89,6 +105,8 @@ static int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int 
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols, nblocks = (n + B - 1) / B;
     DS_CHECK(be->block_grams(ctx, X, B, w->grams));
+    DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
+    DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->grams, nblocks * B * B));
     for (int64_t b = 0; b < nblocks; b++) {
         int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
@@ -96,6 +114,19 @@ static int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int 
     }
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     return be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
+}
+
+// A failure inside the residual route's sweeps, after every rank agreed that the first block went
+// well: the other ranks are inside per-block sums that cannot be rejoined, so the job ends here with
+// the message and the status as exit code on every rank (MPI_Abort), as HPL and ScaLAPACK do.
+static int sb_abort(ds_ctx *ctx, int rc)
+{
+    if (rc == DS_OK)
+        return DS_OK;
+    fprintf(stderr, "dsolve: %s (rank %d; ending the job)\n", ctx->msg.text[0] ? ctx->msg.text : "failed", ctx->rank);
+    fflush(stderr);
+    MPI_Abort(ctx->comm, rc);
+    return rc;
 }
 
 // The residual route's sweeps. A sweep's last block update is applied by the next grad_update, fused
@@ -109,14 +140,19 @@ static int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, in
     for (int s = 0;; s++) {
         for (int64_t b = 0; b < nblocks; b++) {
             const int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
-            DS_CHECK(be->grad_update(ctx, X, w->e, pend0, pendn, w->coef, b0, nb, w->gbuf));
-            DS_CHECK(be->allreduce_sum(ctx, w->gbuf, nb + 1));
+            int rc = be->grad_update(ctx, X, w->e, pend0, pendn, w->coef, b0, nb, w->gbuf);
+            if (rc == DS_OK && s == 1 && b == nblocks - 1)
+                rc = sb_injected(ctx, "sweep", &ctx->msg);
+            if (s == 0 && b == 0)  // its scratch is allocated on this first call: fail together
+                DS_CHECK(ctx_agree(ctx, rc));
+            DS_CHECK(sb_abort(ctx, rc));
+            DS_CHECK(sb_abort(ctx, be->allreduce_sum(ctx, w->gbuf, nb + 1)));
             if (b == 0) {
-                DS_CHECK(be->copy(ctx, w->hist + s, w->gbuf + nb, sizeof(double)));
+                DS_CHECK(sb_abort(ctx, be->copy(ctx, w->hist + s, w->gbuf + nb, sizeof(double))));
                 const char *why = NULL;
                 if (L->checking) {
                     double ee;
-                    DS_CHECK(sb_read(ctx, w->gbuf + nb, &ee));
+                    DS_CHECK(sb_abort(ctx, sb_read(ctx, w->gbuf + nb, &ee)));
                     if (s == 0)
                         L->yy = ee;
                     why = sb_decide(ctx, o, L, s, ee);
@@ -132,7 +168,7 @@ static int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, in
             ds_step_args st = {.gbuf = w->gbuf, .diag = w->diag + b0, .gbb = w->grams + b * B * B,
                                .nb = (int)nb, .ld = B, .line_search = o->line_search,
                                .a = w->a + b0, .coef = w->coef, .ee_slot = NULL};
-            DS_CHECK(be->block_step(ctx, &st));
+            DS_CHECK(sb_abort(ctx, be->block_step(ctx, &st)));
             pend0 = b0;
             pendn = nb;
         }
@@ -144,6 +180,8 @@ static int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work 
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
     DS_CHECK(be->gram(ctx, X, y, w->sys));
+    DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
+    DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->sys, n * n + n + 1));
     DS_CHECK(be->gather(ctx, w->diag, w->sys, n, n + 1));
     DS_CHECK(be->copy(ctx, w->g, w->sys + n * n, (size_t)n * sizeof(double)));
@@ -159,6 +197,7 @@ static int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, 
     if (!L->checking) {
         if (o->iters > 0)
             DS_CHECK(ctx->be->gram_sweeps(ctx, &ga));
+        DS_CHECK(sb_injected(ctx, "sweep", &ctx->msg));
         res->sweeps = o->iters;
         res->stop_reason = "max_sweeps";
         return DS_OK;
@@ -166,6 +205,7 @@ static int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, 
     ga.sweeps = 1;
     for (int s = 0;; s++) {
         double ee;
+        DS_CHECK(ctx_agree(ctx, DS_OK));
         DS_CHECK(sb_read(ctx, w->hist + s, &ee));
         if (s == 0)
             L->yy = ee;
@@ -177,6 +217,8 @@ static int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, 
         }
         ga.ee_hist = w->hist + s + 1;
         DS_CHECK(ctx->be->gram_sweeps(ctx, &ga));
+        if (s == 1)
+            DS_CHECK(sb_injected(ctx, "sweep", &ctx->msg));
     }
 }
 
@@ -191,6 +233,9 @@ static int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, s
     int rc = be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
     if (rc == DS_OK)
         rc = be->grad_update(ctx, X, w->e, 0, n, w->a, 0, n, w->gout);
+    if (rc == DS_OK)
+        rc = sb_injected(ctx, "check", &ctx->msg);
+    rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = be->allreduce_sum(ctx, w->gout, n + 1);
     if (rc == DS_OK)
@@ -238,10 +283,11 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
     DS_CHECK(be->sync(ctx));
     MPI_Barrier(ctx->comm);
     DS_CHECK(be->mark(ctx, 0));
-    DS_CHECK(gram ? sb_gram_setup(ctx, X, y, w) : sb_residual_setup(ctx, X, y, o->batch, w));
+    DS_CHECK(ctx_agree(ctx, gram ? sb_gram_setup(ctx, X, y, w) : sb_residual_setup(ctx, X, y, o->batch, w)));
     DS_CHECK(be->mark(ctx, 1));
     L.t0 = MPI_Wtime();
-    DS_CHECK(gram ? sb_gram_sweeps(ctx, X->cols, o, w, &L, res) : sb_residual_sweeps(ctx, X, o, o->batch, w, &L, res));
+    int rc = gram ? sb_gram_sweeps(ctx, X->cols, o, w, &L, res) : sb_residual_sweeps(ctx, X, o, o->batch, w, &L, res);
+    DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(be->mark(ctx, 2));
     DS_CHECK(be->elapsed(ctx, 0, 1, &res->setup_seconds));
     DS_CHECK(be->elapsed(ctx, 1, 2, &res->sweep_seconds));
@@ -250,12 +296,12 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
 
 static void sb_times_max(ds_ctx *ctx, sb_result *res)
 {
-    double t[3] = {res->setup_seconds, res->sweep_seconds, res->check_seconds};
-    MPI_Allreduce(MPI_IN_PLACE, t, 3, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    double t[4] = {res->setup_seconds, res->sweep_seconds, res->check_seconds, res->setup_seconds + res->sweep_seconds};
+    MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, ctx->comm);
     res->setup_seconds = t[0];
     res->sweep_seconds = t[1];
     res->check_seconds = t[2];
-    res->solve_seconds = t[0] + t[1];
+    res->solve_seconds = t[3];  // the slowest rank's setup and sweeps
 }
 
 int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global,
@@ -266,18 +312,20 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
     sb_opts o = *opts;
     if (o.batch > n)
         o.batch = (int)n;
-    int method = o.method != SB_METHOD_AUTO ? o.method : solvebak_pick_method(ctx, X->rows, n, X->f32, &o);
+    // From global sizes, so that every rank picks the same route.
+    const int64_t rows_mean = (n_rows_global + ctx->nranks - 1) / ctx->nranks;
+    int method = o.method != SB_METHOD_AUTO ? o.method : solvebak_pick_method(ctx, rows_mean, n, X->f32, &o);
+    MPI_Bcast(&method, 1, MPI_INT, 0, ctx->comm);  // rank 0's choice: nodes may differ in cores
     res->method = method == SB_METHOD_GRAM ? "gram" : "residual";
     res->a = calloc((size_t)n, sizeof(double));
     res->history = calloc((size_t)o.iters + 1, sizeof(double));
-    if (!res->a || !res->history)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-
     sb_work w = {0};
-    int rc = sb_alloc_all(ctx, X, &o, method == SB_METHOD_GRAM, &w);
+    int rc = res->a && res->history ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = sb_alloc_all(ctx, X, &o, method == SB_METHOD_GRAM, &w);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
     if (rc == DS_OK)
-        rc = sb_solve(ctx, X, y, &o, method == SB_METHOD_GRAM, &w, res);
+        rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method == SB_METHOD_GRAM, &w, res));
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->history, w.hist, (size_t)(res->sweeps + 1) * sizeof(double));
     if (rc == DS_OK)
@@ -291,12 +339,20 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
     }
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
+    rc = ctx_agree(ctx, rc);
     sb_work_free(ctx, &w);
     if (rc != DS_OK)
         return rc;
 
-    // Every rank reports rank 0's coefficients (MPI reductions need not be bitwise equal on all ranks).
+    // Every rank reports, and decides on, rank 0's results (MPI reductions need not be bitwise equal
+    // on all ranks).
     MPI_Bcast(res->a, (int)n, MPI_DOUBLE, 0, ctx->comm);
+    MPI_Bcast(res->history, res->sweeps + 1, MPI_DOUBLE, 0, ctx->comm);
+    double cert[3] = {res->rel_residual, res->normal_residual, (double)res->zero_columns};
+    MPI_Bcast(cert, 3, MPI_DOUBLE, 0, ctx->comm);
+    res->rel_residual = cert[0];
+    res->normal_residual = cert[1];
+    res->zero_columns = (int64_t)cert[2];
     sb_times_max(ctx, res);
     const double yy = res->history[0];
     for (int s = 0; s <= res->sweeps; s++)

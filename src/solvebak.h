@@ -47,7 +47,7 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
                  const sb_opts *opts, sb_result *res);
 void solvebak_result_free(sb_result *res);
 
-// The route auto would take for this shape on this backend.
-int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_local, int64_t cols, int f32, const sb_opts *opts);
+// The route auto would take for this shape on this backend, with rows_per_rank the same on every rank.
+int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts);
 
 #endif

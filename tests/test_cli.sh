@@ -24,8 +24,9 @@ expect() {
     local code=$1 pattern=$2 np=$3
     shift 3
     rm -f out.h5 out.h5.part
-    "$mpiexec" -np "$np" "$dsolve" "$@" >stdout.txt 2>stderr.txt
+    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" >stdout.txt 2>stderr.txt
     local rc=$?
+    if [ "$rc" -eq 124 ]; then bad "dsolve $* (np $np): hung (killed after 300 s)"; return; fi
     local msg
     msg=$(grep '^dsolve:' stderr.txt | head -1)
     if [ "$rc" -ne "$code" ]; then bad "dsolve $* (np $np): exit $rc, want $code; stderr: $(head -3 stderr.txt)"; return; fi
@@ -80,6 +81,15 @@ expect 2 "--output" 1 solve --rows 100 --cols 5 --output /nonexistent-dir/out.h5
 expect 2 "not with --input" 1 solve --input good.h5 --rows 10
 expect 2 "gen needs" 1 gen --rows 10
 expect 4 "diverged" 2 solve --rows 2000 --cols 64 --corr 0.5 --batch 32 --iters 60 --no-line-search --method residual --output out.h5
+
+# A failure on one rank in any phase of a solve ends every rank with its message, never a hang.
+for phase in setup sweep check; do
+    for method in residual gram; do
+        DSOLVE_INJECT_FAILURE=1:$phase expect 1 "injected failure in $phase on rank 1" 3 \
+            solve --rows 3000 --cols 50 --batch 10 --method "$method" --tol 1e-14 --output out.h5
+    done
+done
+DSOLVE_INJECT_FAILURE=2:sweep expect 1 "injected failure in sweep" 3 solve --rows 3000 --cols 50 --batch 10 --method residual --output out.h5
 
 # A good solve writes /a with its attributes; the --json object carries the documented keys.
 rm -f out.h5
