@@ -177,7 +177,15 @@ static int open_nccl(ds_ctx *ctx, cuda_state *st)
     DS_CHECK(ctx_agree(ctx, rc));
     if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, ctx->comm) != MPI_SUCCESS)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "mpi: MPI_Bcast of the NCCL id failed (rank %d)", ctx->rank);
-    return ctx_agree(ctx, nccl_init(ctx, st, id));
+    // ncclCommInitRank is collective and blocking: peers of a rank that fails inside it stay inside it,
+    // beyond the reach of ctx_agree. So a failure there ends the job, with its message, on every rank.
+    rc = nccl_init(ctx, st, id);
+    if (rc != DS_OK) {
+        fprintf(stderr, "dsolve: %s (ending the job)\n", ctx->msg.text);
+        fflush(stderr);
+        MPI_Abort(ctx->comm, rc);
+    }
+    return DS_OK;
 }
 
 static int cuda_open(ds_ctx *ctx)
