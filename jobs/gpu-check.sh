@@ -38,9 +38,6 @@ echo "== benchmarks"
 # The Gram product: the tiled product (the default) against cuBLAS DSYRK on row chunks.
 DSOLVE_GRAM_KSPLIT=0 solve gramplan_syrk 1 --method gram --repeat 10
 DSOLVE_GRAM_KSPLIT=0 solve gramplan4m_syrk 1 --rows 4000000 --cols 1000 --method gram --repeat 5
-for t in 96 128 160 192 256; do
-    for ks in 4 8 16; do DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_KSPLIT=$ks solve tune_t${t}_k$ks 1 --method gram --repeat 10; done
-done
 solve seed_b100_gram 1 --method gram --repeat 20
 solve seed_b100_residual 1 --method residual --repeat 20
 solve seed_b1_gram 1 --batch 1 --method gram --repeat 10
@@ -70,5 +67,10 @@ if [ -n "$peer" ]; then
     PYTHONUNBUFFERED=1 python3 "$peer" solvebak --xp cupy --batch 100 >"$out/peer_b100.json" 2>"$out/peer_b100.err"
     PYTHONUNBUFFERED=1 python3 "$peer" solvebak --xp cupy --batch 1 >"$out/peer_b1.json" 2>"$out/peer_b1.err"
 fi
+
+echo "== the Gram product's tile width and row chunks"
+for t in 96 128 160 192 256; do
+    for ks in 4 8 16; do DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_KSPLIT=$ks solve tune_t${t}_k$ks 1 --method gram --repeat 10; done
+done
 
 python3 "$root/jobs/summarize.py" "$out" | tee "$out/summary.txt"
