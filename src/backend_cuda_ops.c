@@ -109,12 +109,13 @@ static int64_t env_int(const char *name, int64_t fallback)
 static gram_plan gram_make_plan(const cuda_state *st, int64_t m, int64_t n)
 {
     gram_plan p;
-    // Measured on an H200 (n = 1 000): tiles of 128 with chunks of 12 500 rows took 3.0 ms for 10⁵ rows
-    // and 111 ms for 4·10⁶ (16 chunks), against 3.08 and 129 ms for DSYRK on chunks of 32 768 rows.
+    // Measured on an H200 (n = 1 000; jobs/results): tiles of 128 in 16 row chunks took 2.54 ms for 10⁵
+    // rows and 113 ms for 4·10⁶, against 3.07 and 127 ms for DSYRK on chunks of 32 768 rows; 8 chunks
+    // took 2.90 ms, and tiles of 96, 160, 192 or 256 were slower at every chunk count tried (4, 8, 16).
     p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
     p.t = p.t < 32 ? 32 : (p.t + 31) / 32 * 32;
     p.T = (n + p.t - 1) / p.t;
-    int64_t ks = (m + 12499) / 12500;
+    int64_t ks = m / 1024;  // 16 chunks, each of at least 1 024 rows
     ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
     while (ks > 1 && (double)ks * n * n * 8 > 2e9)  // partials stay under 2 GB
         ks--;
