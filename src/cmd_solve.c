@@ -8,6 +8,7 @@
 #include "data.h"
 #include "h5io.h"
 #include "opts.h"
+#include "plot.h"
 #include "report.h"
 #include "solvebak.h"
 
@@ -27,6 +28,7 @@ static const ds_opt solve_table[] = {
     {"no-line-search", OPT_FLAG, NULL, NULL, 0, 0, "the seed's raw block update (diverges on correlated columns)"},
     {"method", OPT_CHOICE, "auto", "auto|residual|gram", 0, 0, "residual: one allreduce per block; gram: X'X once, then sweeps on it"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
+    {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
@@ -144,6 +146,27 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
         rc = h5io_commit(tmp, out, &ctx->msg);
     if (rc != DS_OK)
         h5io_discard(tmp);
+    return rc;
+}
+
+// Rank 0 draws the residual history: relative residual against sweep, on a log axis.
+static int solve_plot(ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res)
+{
+    const char *path = opts_str(&r->args, "plot");
+    if (!path || ctx->rank != 0)
+        return DS_OK;
+    double *sweep = malloc((size_t)(res->sweeps + 1) * sizeof(double));
+    if (!sweep)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    for (int s = 0; s <= res->sweeps; s++)
+        sweep[s] = s;
+    char title[400], label[96];
+    snprintf(title, sizeof title, "SolveBak: %lld x %lld from %s%s", (long long)d->rows_global, (long long)d->X.cols,
+             d->source, r->so.line_search ? "" : ", raw block update");
+    snprintf(label, sizeof label, "%s, batch %d", res->method, r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch);
+    ds_series ser = {label, sweep, res->history, res->sweeps + 1};
+    int rc = plot_svg(path, title, "sweep", "relative residual ||y - Xa|| / ||y||", 0, 1, &ser, 1, &ctx->msg);
+    free(sweep);
     return rc;
 }
 
@@ -291,6 +314,8 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         solve_cmdline(argc, argv, cmdline, sizeof cmdline);
         r.coef_error = solve_coef_error(&d, &res);
         int wrc = rc == DS_OK ? ctx_agree(&ctx, solve_write(&ctx, &r, &d, &res, cmdline)) : DS_OK;
+        if (wrc == DS_OK && res.a)
+            wrc = ctx_agree(&ctx, solve_plot(&ctx, &r, &d, &res));
         double total = MPI_Wtime() - r.t_start;
         if (ctx.rank == 0 && res.a) {
             if (opts_flag(&r.args, "json"))

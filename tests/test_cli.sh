@@ -93,7 +93,7 @@ DSOLVE_INJECT_FAILURE=2:sweep expect 1 "injected failure in sweep" 3 solve --row
 
 # A good solve writes /a with its attributes; the --json object carries the documented keys.
 rm -f out.h5
-"$mpiexec" -np 2 "$dsolve" solve --input named.h5 --x-dataset features --y-dataset target --iters 200 --output out.h5 --json >solve.json 2>stderr.txt
+"$mpiexec" -np 2 "$dsolve" solve --input named.h5 --x-dataset features --y-dataset target --iters 200 --output out.h5 --json --plot conv.svg >solve.json 2>stderr.txt
 [ $? -eq 0 ] && ok || bad "solve on named.h5 failed: $(cat stderr.txt)"
 "$py" - <<'PY' && ok || bad "output file or JSON contract"
 import h5py, json, numpy as np
@@ -108,6 +108,10 @@ with h5py.File("out.h5") as f:
     assert np.allclose(a, [1, 2, 3, 4], rtol=0, atol=1e-9), a
     for k in ("sweeps", "residuals", "rel_residual", "normal_residual", "stop_reason", "options"):
         assert k in f["a"].attrs, k
+import xml.etree.ElementTree as ET
+svg = ET.parse("conv.svg").getroot()
+lines = [e for e in svg.iter() if e.tag.endswith("polyline")]
+assert len(lines) == 1 and len(lines[0].get("points").split()) == j["sweeps"] + 1, "plot"
 PY
 
 # gen writes the same file for any rank count, and solve recovers a_true from it.
