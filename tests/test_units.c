@@ -1,0 +1,100 @@
+// test_units.c: the small pieces on their own: the option parser (the same table makes --help), the
+// generator (the same rows however they are split over threads or ranks), and the JSON writer.
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen.h"
+#include "harness.h"
+#include "opts.h"
+#include "report.h"
+
+static const ds_opt table[] = {
+    {"n", OPT_INT, "5", "N", 1, 100, "a count"},
+    {"x", OPT_DOUBLE, "0.5", "X", 0, 1, "a fraction"},
+    {"mode", OPT_CHOICE, "a", "a|bb|c", 0, 0, "a choice"},
+    {"name", OPT_STRING, NULL, "S", 0, 0, "a name"},
+    {"flag", OPT_FLAG, NULL, NULL, 0, 0, "a flag"},
+    {NULL, 0, NULL, NULL, 0, 0, NULL},
+};
+
+static int parse(const char *line, ds_args *a, ds_msg *msg)
+{
+    static char buf[256];  // the parsed values point into it
+    char *argv[16];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *t = strtok(buf, " "); t && argc < 16; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    memset(msg, 0, sizeof *msg);
+    return opts_parse(table, argc, argv, a, msg);
+}
+
+static void test_opts(void)
+{
+    ds_args a;
+    ds_msg m;
+    CHECK_EQ_INT(parse("", &a, &m), DS_OK, "no options");
+    CHECK_EQ_INT(opts_int(&a, "n"), 5, "default int");
+    CHECK_NEAR(opts_double(&a, "x"), 0.5, 0, "default double");
+    CHECK(opts_str(&a, "name") == NULL && !opts_flag(&a, "flag") && !opts_given(&a, "n"), "unset options");
+    CHECK_EQ_INT(parse("--n 7 --x=0.25 --mode bb --name q --flag", &a, &m), DS_OK, "all options");
+    CHECK(opts_int(&a, "n") == 7 && opts_double(&a, "x") == 0.25 && strcmp(opts_str(&a, "mode"), "bb") == 0 &&
+              strcmp(opts_str(&a, "name"), "q") == 0 && opts_flag(&a, "flag") && opts_given(&a, "n"),
+          "values as given");
+    const char *bad[] = {"--n 0", "--n 101", "--n 7x", "--n 99999999999999999999", "--x 2", "--x nan", "--x 1e999",
+                         "--mode b", "--bogus 1", "--flag=1", "--n", "n 5", "--name="};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(bad[i], &a, &m);
+        CHECK(rc == DS_ERR_USAGE && m.text[0], "'%s' should be a usage error, got %d (%s)", bad[i], rc, m.text);
+    }
+    CHECK_EQ_INT(parse("--x 1e-320", &a, &m), DS_OK, "a subnormal number is a number");
+}
+
+static void test_gen(void)
+{
+    gen_lsq p = {.rows = 997, .cols = 13, .seed = 42, .noise = 0.1, .corr = 0.4};
+    double a[13], *X1 = malloc(997 * 13 * sizeof(double)), *X2 = malloc(997 * 13 * sizeof(double));
+    double *y1 = malloc(997 * sizeof(double)), *y2 = malloc(997 * sizeof(double));
+    gen_a_true(&p, a);
+    gen_lsq_rows(&p, a, 0, 997, 0, X1, y1);
+    gen_lsq_rows_parallel(&p, a, 0, 500, 0, X2, y2, 7);  // split by threads and in two pieces
+    gen_lsq_rows_parallel(&p, a, 500, 497, 0, X2 + 500 * 13, y2 + 500, 3);
+    CHECK(memcmp(X1, X2, 997 * 13 * sizeof(double)) == 0 && memcmp(y1, y2, 997 * sizeof(double)) == 0,
+          "generated rows depend on how they are split");
+    double lo = 1, hi = -1;
+    for (int i = 0; i < 997 * 13; i++)
+        lo = X1[i] < lo ? X1[i] : lo, hi = X1[i] > hi ? X1[i] : hi;
+    CHECK(lo > -1 && hi < 1 && lo < -0.3 && hi > 0.3, "X range [%g, %g]", lo, hi);
+    free(X1), free(X2), free(y1), free(y2);
+}
+
+static void test_json(void)
+{
+    FILE *f = tmpfile();
+    ds_json j;
+    json_begin(&j);
+    json_str(&j, "s", "a\"b\\c\n");
+    json_num(&j, "nan", 0.0 / 0.0);
+    json_int(&j, "i", -3);
+    double v[2] = {1.5, 1.0 / 0.0};
+    json_nums(&j, "v", v, 2);
+    json_bool(&j, "b", 1);
+    json_end(&j, f);
+    rewind(f);
+    char line[256] = {0};
+    CHECK(fgets(line, sizeof line, f) != NULL, "json written");
+    fclose(f);
+    CHECK(strcmp(line, "{\"s\":\"a\\\"b\\\\c\\u000a\",\"nan\":null,\"i\":-3,\"v\":[1.5,null],\"b\":true}\n") == 0,
+          "json: %s", line);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    test_opts();
+    test_gen();
+    test_json();
+    int rc = test_finish("test_units");
+    MPI_Finalize();
+    return rc;
+}
