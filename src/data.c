@@ -110,10 +110,11 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
     }
     if (rc == DS_OK && h5io_has_dataset(path, "a_true")) {
         d->a_true = malloc((size_t)info.cols * sizeof(double));
-        if (!d->a_true || h5io_read_vector(path, "a_true", info.cols, d->a_true, &ctx->msg) != DS_OK) {
-            free(d->a_true);  // a reference of another shape is not ours to compare against
+        ds_msg why = {{0}};
+        if (!d->a_true || h5io_read_vector(path, "a_true", info.cols, d->a_true, &why) != DS_OK) {
+            free(d->a_true);  // a reference that cannot be read is not compared against; say so
             d->a_true = NULL;
-            ctx->msg.text[0] = '\0';
+            ctx_log(ctx, "dsolve: not comparing with /a_true: %s", why.text[0] ? why.text : "out of host memory");
         }
     }
     return rc;
