@@ -4,7 +4,7 @@
 // the caller renames (h5io_commit) only once every rank has succeeded.
 // provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
-//           h5io_has_dataset, h5io_version
+//           h5io_has_dataset, h5io_output_dir_ok, h5io_version
 #ifndef DS_H5IO_H
 #define DS_H5IO_H
 
@@ -65,6 +65,10 @@ typedef struct h5io_attr {
 
 int h5io_write_attrs(const char *path, const char *dataset, const h5io_attr *attrs, int nattrs,
                      ds_msg *msg);
+
+// DS_ERR_USAGE when the directory that would hold the output path is not writable (checked before
+// a long run rather than after it).
+int h5io_output_dir_ok(const char *path, ds_msg *msg);
 
 // Renames a complete temporary file to its final name; removes a temporary file.
 int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg);

@@ -225,18 +225,33 @@ static void sync_path(const char *path, int dir)
     }
 }
 
+// The directory part of path ("." when it has none, "/" for the root).
+static void dir_of(const char *path, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, len, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+int h5io_output_dir_ok(const char *path, ds_msg *msg)
+{
+    char dir[4096];
+    dir_of(path, dir, sizeof dir);
+    if (access(dir, W_OK) != 0)
+        return ds_fail(msg, DS_ERR_USAGE, "--output %s: directory %s is not writable", path, dir);
+    return DS_OK;
+}
+
 int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg)
 {
     sync_path(tmp_path, 0);  // the data reaches the disk before the name does
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", final_path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';  // the root directory
-    else
-        *slash = '\0';
+    dir_of(final_path, dir, sizeof dir);
     if (rename(tmp_path, final_path) != 0) {
         int e = errno;
         return ds_fail(msg, DS_ERR_RUNTIME, "cannot rename %s to %s: %s", tmp_path, final_path,

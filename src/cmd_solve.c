@@ -262,18 +262,7 @@ static int solve_output_writable(ds_ctx *ctx, const char *out)
 {
     if (!out || ctx->rank != 0)
         return DS_OK;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    if (access(dir, W_OK) != 0)
-        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--output %s: directory %s is not writable", out, dir);
-    return DS_OK;
+    return h5io_output_dir_ok(out, &ctx->msg);
 }
 
 int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
