@@ -303,18 +303,19 @@ static int check_finite(const char *path, const char *name, const void *v, int f
 int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_lsq_info *info,
                    ds_msg *msg)
 {
-    char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN];
+    char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN] = "";
     DS_CHECK(h5i_norm_name(path, xname, xn, msg));
-    DS_CHECK(h5i_norm_name(path, yname, yn, msg));
+    if (yname)
+        DS_CHECK(h5i_norm_name(path, yname, yn, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, x = H5I_INVALID_HID, y = H5I_INVALID_HID;
     int64_t xd[2] = {0}, yd[2] = {0};
     int rc = open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = open_float_dataset(file, path, xn, 2, &x, xd, &info->x_f32, msg);
-    if (rc == DS_OK)
+    if (rc == DS_OK && yname)
         rc = open_float_dataset(file, path, yn, 1, &y, yd, &info->y_f32, msg);
-    if (rc == DS_OK && xd[0] != yd[0])
+    if (rc == DS_OK && yname && xd[0] != yd[0])
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: %s has %lld rows but %s has %lld", path, xn,
                      (long long)xd[0], yn, (long long)yd[0]);
     if (rc == DS_OK) {
@@ -365,9 +366,10 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
 {
     if (nrows == 0)
         return DS_OK;
-    char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN];
+    char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN] = "";
     DS_CHECK(h5i_norm_name(path, xname, xn, msg));
-    DS_CHECK(h5i_norm_name(path, yname, yn, msg));
+    if (yname)
+        DS_CHECK(h5i_norm_name(path, yname, yn, msg));
     if (cols <= 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld columns requested", path, xn,
                        (long long)cols);
@@ -376,7 +378,7 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
     int rc = open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, msg);
-    if (rc == DS_OK)
+    if (rc == DS_OK && yname)
         rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, msg);
     return h5i_close_file(file, path, rc, msg);
 }

@@ -4,7 +4,8 @@
 // the caller renames (h5io_commit) only once every rank has succeeded.
 // provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
-//           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows
+//           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows,
+//           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num
 #ifndef DS_H5IO_H
 #define DS_H5IO_H
 
@@ -21,12 +22,13 @@ typedef struct h5io_lsq_info {
 // Validates a least-squares input without reading its data: the file exists and is HDF5; xname and
 // yname exist and are datasets reached through no external link; both are floating point of size 4
 // or 8; X is 2-D and y 1-D; their row counts match; neither is empty. DS_ERR_INPUT otherwise.
+// With yname NULL, X alone.
 int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_lsq_info *info,
                    ds_msg *msg);
 
 // Reads rows row0 .. row0+nrows−1 of X (cols wide) into X, row-major, converted to float (x_f32) or
-// double, and the same rows of y into y as double. Fails with DS_ERR_INPUT on a NaN or Inf, naming
-// the dataset and the first bad row (a global row index) and column.
+// double, and the same rows of y into y as double (not when yname is NULL). Fails with DS_ERR_INPUT
+// on a NaN or Inf, naming the dataset and the first bad row (a global row index) and column.
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
                        int64_t nrows, int64_t cols, int x_f32, void *X, double *y, ds_msg *msg);
 
@@ -73,6 +75,22 @@ int h5io_output_dir_ok(const char *path, ds_msg *msg);
 // Renames a complete temporary file to its final name; removes a temporary file.
 int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg);
 void h5io_discard(const char *tmp_path);
+
+// h5io_model.c ---------------------------------------------------------------------------------------
+
+// Creates (create 1: the file too, truncating it) an empty float64 dataset rows × cols (1-D when
+// cols == 0), chunked, for h5io_write_rows to fill.
+int h5io_create_dataset(const char *path, int create, const char *name, int64_t rows, int64_t cols, ds_msg *msg);
+
+// Creates dataset name and writes the whole rows × cols float64 matrix v (row-major).
+int h5io_write_matrix(const char *path, int create, const char *name, const double *v, int64_t rows, int64_t cols,
+                      ds_msg *msg);
+
+// Reads a whole 2-D floating-point dataset as double into *out (malloc'ed; the caller frees it).
+int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t *cols, double **out, ds_msg *msg);
+
+// Reads the scalar numeric attribute attr of the 2-D dataset `dataset` (DS_ERR_INPUT when missing).
+int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, double *value, ds_msg *msg);
 
 // "HDF5 1.10.8" into buf.
 void h5io_version(char *buf, size_t len);

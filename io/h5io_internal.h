@@ -2,7 +2,8 @@
 // that close handles, normalise names, walk links and move row blocks. Only io/ files include it.
 // provides: NAME_MAX_LEN, CHUNK_BYTES, XFER_BYTES, LINKS_*, h5i_quiet, h5i_close_obj, h5i_close_space, h5i_close_type, h5i_close_plist,
 //           h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
-//           h5i_open_ro, h5i_check_links, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows
+//           h5i_open_ro, h5i_check_links, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
+//           h5i_create_dataset, h5i_chunk_shape
 #ifndef DS_H5IO_INTERNAL_H
 #define DS_H5IO_INTERNAL_H
 
@@ -44,5 +45,10 @@ int h5i_open_float_dataset(hid_t file, const char *path, const char *name, int r
 int h5i_check_shape(hid_t dset, const char *path, const char *name, int rank, int64_t dims[2], ds_msg *msg);
 int h5i_read_float_rows(hid_t file, const char *path, const char *name, int64_t row0, int64_t nrows, int64_t cols,
                         int f32, void *buf, ds_msg *msg);
+// Creates dataset name of type ftype (chunked when chunk is non-NULL), with intermediate groups.
+int h5i_create_dataset(hid_t file, const char *path, const char *name, int rank, const hsize_t *dims,
+                       const hsize_t *chunk, hid_t ftype, hid_t *dset, ds_msg *msg);
+// A chunk of chunk_rows rows (at most rows), fewer when it would pass CHUNK_BYTES.
+void h5i_chunk_shape(int64_t rows, int64_t cols, size_t elsize, int64_t chunk_rows, hsize_t chunk[2]);
 
 #endif

@@ -15,8 +15,8 @@
 
 // Creates dataset name (normalised, intermediate groups made as needed) of file type ftype with
 // dims, chunked as chunk (NULL: contiguous); the caller closes *dset.
-static int create_dataset(hid_t file, const char *path, const char *name, int rank,
-                          const hsize_t *dims, const hsize_t *chunk, hid_t ftype, hid_t *dset,
+int h5i_create_dataset(hid_t file, const char *path, const char *name, int rank,
+                       const hsize_t *dims, const hsize_t *chunk, hid_t ftype, hid_t *dset,
                           ds_msg *msg)
 {
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -35,8 +35,8 @@ static int create_dataset(hid_t file, const char *path, const char *name, int ra
 
 // chunk_rows rows a chunk (at most rows), fewer when a chunk would pass CHUNK_BYTES; a row wider
 // than CHUNK_BYTES is split by columns.
-static void chunk_shape(int64_t rows, int64_t cols, size_t elsize, int64_t chunk_rows,
-                        hsize_t chunk[2])
+void h5i_chunk_shape(int64_t rows, int64_t cols, size_t elsize, int64_t chunk_rows,
+                     hsize_t chunk[2])
 {
     int64_t per_chunk = CHUNK_BYTES / (int64_t)elsize;
     int64_t c = cols < per_chunk ? cols : per_chunk;
@@ -59,15 +59,15 @@ int h5io_create_lsq(const char *path, const char *xname, const char *yname, int6
     h5i_quiet();
     hid_t ftype = f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
     hsize_t xdims[2] = {(hsize_t)rows, (hsize_t)cols}, xchunk[2], ychunk[2];
-    chunk_shape(rows, cols, f32 ? 4 : 8, chunk_rows, xchunk);
-    chunk_shape(rows, 1, f32 ? 4 : 8, chunk_rows, ychunk);
+    h5i_chunk_shape(rows, cols, f32 ? 4 : 8, chunk_rows, xchunk);
+    h5i_chunk_shape(rows, 1, f32 ? 4 : 8, chunk_rows, ychunk);
     hid_t x = H5I_INVALID_HID, y = H5I_INVALID_HID;
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot create", path) : DS_OK;
     if (rc == DS_OK)
-        rc = create_dataset(file, path, xn, 2, xdims, xchunk, ftype, &x, msg);
+        rc = h5i_create_dataset(file, path, xn, 2, xdims, xchunk, ftype, &x, msg);
     if (rc == DS_OK)
-        rc = create_dataset(file, path, yn, 1, xdims, ychunk, ftype, &y, msg);
+        rc = h5i_create_dataset(file, path, yn, 1, xdims, ychunk, ftype, &y, msg);
     h5i_close_obj(y);
     h5i_close_obj(x);
     return h5i_close_file(file, path, rc, msg);
@@ -132,7 +132,7 @@ int h5io_write_vector(const char *path, int create, const char *name, const doub
         rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: already exists", path, vn);
     hsize_t dims[1] = {(hsize_t)(n > 0 ? n : 0)};
     if (rc == DS_OK)
-        rc = create_dataset(file, path, vn, 1, dims, NULL, H5T_IEEE_F64LE, &d, msg);
+        rc = h5i_create_dataset(file, path, vn, 1, dims, NULL, H5T_IEEE_F64LE, &d, msg);
     if (rc == DS_OK && n > 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
         rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write", path, vn);
     h5i_close_obj(d);

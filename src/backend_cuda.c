@@ -224,6 +224,8 @@ static void cuda_close(ds_ctx *ctx)
             cudaEventDestroy(st->marks[i]);
     if (st->blas)
         cublasDestroy(st->blas);
+    if (st->solver)
+        cusolverDnDestroy(st->solver);
     for (int i = 0; i < GRAM_STREAMS; i++) {
         if (st->side_blas[i])
             cublasDestroy(st->side_blas[i]);

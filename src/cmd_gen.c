@@ -14,6 +14,7 @@
 #include "report.h"
 
 static const ds_opt gen_table[] = {
+    {"kind", OPT_CHOICE, "lsq", "lsq|ann", 0, 0, "lsq: y = X a_true + noise; ann: the network's problem, y = sin(sum x)/2 + noise"},
     {"rows", OPT_INT, NULL, "M", 1, 1e15, "rows (required)"},
     {"cols", OPT_INT, NULL, "N", 1, 1e6, "columns (required)"},
     {"seed", OPT_INT, "0", "S", 0, 9e18, "generator seed"},
@@ -27,10 +28,11 @@ static const ds_opt gen_table[] = {
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
 
-static const char gen_usage[] = "dsolve gen --rows M --cols N [--seed S] [--noise SIGMA] [--corr RHO] [--dtype f64|f32] --output F.h5";
+static const char gen_usage[] =
+    "dsolve gen [--kind lsq|ann] --rows M --cols N [--seed S] [--noise SIGMA] [--corr RHO] [--dtype f64|f32] --output F.h5";
 static const char gen_about[] =
-    "Writes X uniform in [-0.5, 0.5) (columns correlated by --corr), a_true uniform in [-0.5, 0.5)\n"
-    "and y = X a_true + noise to F.h5 as /X, /y and /a_true.";
+    "Writes X uniform in [-0.5, 0.5) (columns correlated by --corr) to F.h5 as /X, and /y: with --kind lsq,\n"
+    "y = X a_true + noise and /a_true (uniform in [-0.5, 0.5)); with --kind ann, y = sin(sum x)/2 + noise.";
 
 enum { GEN_CHUNK_BYTES = 64 << 20 };
 
@@ -69,13 +71,15 @@ static int gen_create(ds_ctx *ctx, const gen_lsq *p, const double *a_true, int f
         {.name = "generator", .kind = H5IO_STRING, .s = "dsolve gen " DSOLVE_VERSION},
     };
     DS_CHECK(h5io_create_lsq(tmp, xname, yname, p->rows, p->cols, f32, 4096, &ctx->msg));
+    if (p->kind == GEN_ANN)
+        return DS_OK;
     DS_CHECK(h5io_write_vector(tmp, 0, "a_true", a_true, p->cols, &ctx->msg));
     return h5io_write_attrs(tmp, "a_true", attrs, 4, &ctx->msg);
 }
 
 static int gen_run(ds_ctx *ctx, const ds_args *a, double *seconds)
 {
-    gen_lsq p = {.rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
+    gen_lsq p = {.kind = strcmp(opts_str(a, "kind"), "ann") == 0 ? GEN_ANN : GEN_LSQ, .rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
                  .noise = opts_double(a, "noise"), .corr = opts_double(a, "corr")};
     const int f32 = strcmp(opts_str(a, "dtype"), "f32") == 0;
     const char *out = opts_str(a, "output"), *xname = opts_str(a, "x-dataset"), *yname = opts_str(a, "y-dataset");
@@ -130,6 +134,7 @@ int cmd_gen(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
             ds_json j;
             json_begin(&j);
             json_str(&j, "output", opts_str(&a, "output"));
+            json_str(&j, "kind", opts_str(&a, "kind"));
             json_int(&j, "rows", m);
             json_int(&j, "cols", n);
             json_str(&j, "dtype", opts_str(&a, "dtype"));
@@ -137,9 +142,9 @@ int cmd_gen(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
             json_num(&j, "seconds", seconds);
             json_end(&j, stdout);
         } else {
-            printf("dsolve gen: wrote %s: /%s %lld x %lld %s, /%s, /a_true (%d ranks, %.2f s)\n", opts_str(&a, "output"),
+            printf("dsolve gen: wrote %s: /%s %lld x %lld %s, /%s%s (%d ranks, %.2f s)\n", opts_str(&a, "output"),
                    opts_str(&a, "x-dataset"), (long long)m, (long long)n, opts_str(&a, "dtype"), opts_str(&a, "y-dataset"),
-                   ctx.nranks, seconds);
+                   strcmp(opts_str(&a, "kind"), "ann") == 0 ? "" : ", /a_true", ctx.nranks, seconds);
         }
     }
     *msg = ctx.msg;

@@ -164,7 +164,7 @@ static int solve_plot(ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     snprintf(title, sizeof title, "SolveBak: %lld x %lld from %s%s", (long long)d->rows_global, (long long)d->X.cols,
              d->source, r->so.line_search ? "" : ", raw block update");
     snprintf(label, sizeof label, "%s, batch %d", res->method, r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch);
-    ds_series ser = {label, sweep, res->history, res->sweeps + 1};
+    ds_series ser = {label, sweep, res->history, res->sweeps + 1, 0};
     int rc = plot_svg(path, title, "sweep", "relative residual ||y - Xa|| / ||y||", 0, 1, &ser, 1, &ctx->msg);
     free(sweep);
     return rc;

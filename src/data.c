@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "h5io.h"
+#include "idx.h"
 
 enum { STAGE_BYTES = 256 << 20 };  // host staging per chunk when the backend memory is a device's
 #define DATA_MAX_COLS ((int64_t)100000000)  // keeps every column count and index within BLAS's int
@@ -77,6 +78,8 @@ typedef struct file_src {
 static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
     const file_src *s = arg;
+    if (!s->yname)
+        memset(y, 0, (size_t)nrows * sizeof(double));
     return h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, msg);
 }
 
@@ -118,6 +121,61 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
         }
     }
     return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Labelled sets: X and integer labels (kept as doubles in y), from HDF5 or an IDX directory.
+
+typedef struct labelled_src {
+    const char *path, *xname, *lname;  // HDF5; or the IDX files (path: images, lname: labels)
+    int64_t cols;
+    int idx;
+} labelled_src;
+
+static int data_read_labelled(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const labelled_src *s = arg;
+    int32_t *lab = malloc((size_t)(nrows ? nrows : 1) * sizeof(int32_t));
+    if (!lab)
+        return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = s->idx ? idx_read_images(s->path, row0, nrows, 0, X, msg)
+                    : h5io_read_labelled_rows(s->path, s->xname, s->lname, row0, nrows, s->cols, 0, X, lab, msg);
+    if (rc == DS_OK && s->idx)
+        rc = idx_read_labels(s->lname, row0, nrows, lab, msg);
+    for (int64_t i = 0; rc == DS_OK && i < nrows; i++)
+        y[i] = lab[i];
+    free(lab);
+    return rc;
+}
+
+static int data_load_rows(ds_ctx *ctx, int64_t rows, int64_t cols, const char *what, labelled_src *src, ds_data *d)
+{
+    if (rows < ctx->nranks)
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld rows, fewer than the %d ranks", what, (long long)rows,
+                       ctx->nranks);
+    d->rows_global = rows;
+    data_partition(rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    snprintf(d->source, sizeof d->source, "%s", what);
+    int rc = ctx_agree(ctx, data_alloc(ctx, d, cols, 0));
+    return rc == DS_OK ? ctx_agree(ctx, data_fill(ctx, d, data_read_labelled, src)) : rc;
+}
+
+int data_load_labelled(ds_ctx *ctx, const char *path, const char *xname, const char *lname, ds_data *d)
+{
+    memset(d, 0, sizeof *d);
+    h5io_lsq_info info = {0};
+    DS_CHECK(ctx_agree(ctx, h5io_probe_labelled(path, xname, lname, &info, &ctx->msg)));
+    labelled_src src = {path, xname, lname, info.cols, 0};
+    return data_load_rows(ctx, info.rows, info.cols, path, &src, d);
+}
+
+int data_load_idx(ds_ctx *ctx, const char *dir, const char *split, ds_data *d)
+{
+    memset(d, 0, sizeof *d);
+    idx_set set;
+    DS_CHECK(ctx_agree(ctx, idx_open_set(dir, split, &set, &ctx->msg)));
+    labelled_src src = {set.images, NULL, set.labels, set.row_len, 1};
+    return data_load_rows(ctx, set.count, set.row_len, set.images, &src, d);
 }
 
 typedef struct gen_src {

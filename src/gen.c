@@ -22,7 +22,7 @@ void gen_lsq_rows(const gen_lsq *p, const double *a_true, int64_t row0, int64_t 
     for (int64_t r = 0; r < nrows; r++) {
         const uint64_t i = (uint64_t)(row0 + r);
         const double common = p->corr > 0 ? wz * (rng_uniform(p->seed, STREAM_ROW, i) - 0.5) : 0.0;
-        double dot = 0.0;
+        double dot = 0.0, sum = 0.0;
         for (int64_t j = 0; j < n; j++) {
             double x = wu * (rng_uniform(p->seed, STREAM_X, i * (uint64_t)n + (uint64_t)j) - 0.5) + common;
             if (x_f32) {
@@ -32,9 +32,10 @@ void gen_lsq_rows(const gen_lsq *p, const double *a_true, int64_t row0, int64_t 
             } else {
                 ((double *)X)[r * n + j] = x;
             }
-            dot += x * a_true[j];
+            dot += a_true ? x * a_true[j] : 0.0;
+            sum += x;
         }
-        y[r] = dot + (p->noise > 0 ? p->noise * rng_normal(p->seed, STREAM_NOISE, i) : 0.0);
+        y[r] = (p->kind == GEN_ANN ? 0.5 * sin(sum) : dot) + (p->noise > 0 ? p->noise * rng_normal(p->seed, STREAM_NOISE, i) : 0.0);
     }
 }
 

@@ -13,7 +13,9 @@ typedef struct ds_command {
 
 static const ds_command commands[] = {
     {"solve", cmd_solve, "SolveBak least squares on an HDF5 input or the built-in problem"},
-    {"gen", cmd_gen, "write a least-squares test problem to HDF5"},
+    {"gen", cmd_gen, "write a least-squares or network test problem to HDF5"},
+    {"ann", cmd_ann, "train the least-squares network (neurons sharded across ranks)"},
+    {"predict", cmd_predict, "apply a network written by dsolve ann"},
 };
 
 static void usage(FILE *f)

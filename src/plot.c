@@ -87,12 +87,18 @@ static void plot_text(FILE *f, const char *s)
 static void plot_series(FILE *f, const ds_series *s, int k, const axis *ax, const axis *ay)
 {
     const char *color = plot_colors[k % 6];
-    fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", color);
-    for (int64_t i = 0; i < s->n; i++)
-        if (plot_usable(s->x[i], ax->log) && plot_usable(s->y[i], ay->log))
-            fprintf(f, "%.1f,%.1f ", ML + axis_pos(ax, s->x[i]) * (W - ML - MR),
-                    MT + (1 - axis_pos(ay, s->y[i])) * (H - MT - MB));
-    fprintf(f, "'/>\n<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='%s' stroke-width='2'/>\n", W - MR + 12,
+    if (!s->points)
+        fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", color);
+    else
+        fprintf(f, "<g fill='%s' fill-opacity='0.5'>\n", color);
+    for (int64_t i = 0; i < s->n; i++) {
+        if (!plot_usable(s->x[i], ax->log) || !plot_usable(s->y[i], ay->log))
+            continue;
+        double px = ML + axis_pos(ax, s->x[i]) * (W - ML - MR), py = MT + (1 - axis_pos(ay, s->y[i])) * (H - MT - MB);
+        fprintf(f, s->points ? "<circle cx='%.1f' cy='%.1f' r='2'/>\n" : "%.1f,%.1f ", px, py);
+    }
+    fputs(s->points ? "</g>\n" : "'/>\n", f);
+    fprintf(f, "<line x1='%d' y1='%d' x2='%d' y2='%d' stroke='%s' stroke-width='2'/>\n", W - MR + 12,
             MT + 14 + 20 * k, W - MR + 32, MT + 14 + 20 * k, color);
     fprintf(f, "<text x='%d' y='%d' font-size='12'>", W - MR + 38, MT + 18 + 20 * k);
     plot_text(f, s->label);

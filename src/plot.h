@@ -12,6 +12,7 @@ typedef struct ds_series {
     const char *label;
     const double *x, *y;  // n points; points with a non-finite (or, on a log axis, non-positive) value are skipped
     int64_t n;
+    int points;  // 1: a dot per point (a scatter) instead of a line through them
 } ds_series;
 
 // Writes path: a title, axis labels, up to 6 series; logx/logy select log10 axes.

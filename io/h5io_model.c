@@ -1,0 +1,85 @@
+// h5io_model.c: whole small matrices and their numeric attributes (the network's model file), and
+// empty datasets that ranks then fill block by block in turns (prediction outputs).
+#include <stdlib.h>
+#include <string.h>
+
+#include "h5io.h"
+#include "h5io_internal.h"
+
+int h5io_create_dataset(const char *path, int create, const char *name, int64_t rows, int64_t cols, ds_msg *msg)
+{
+    char dn[NAME_MAX_LEN];
+    DS_CHECK(h5i_norm_name(path, name, dn, msg));
+    h5i_quiet();
+    hid_t d = H5I_INVALID_HID;
+    hid_t file = create ? H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) : H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot %s", path, create ? "create" : "open for writing") : DS_OK;
+    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols}, chunk[2];
+    h5i_chunk_shape(rows > 0 ? rows : 1, cols > 0 ? cols : 1, sizeof(double), 65536, chunk);
+    if (!cols)
+        chunk[0] = chunk[0] * chunk[1], chunk[1] = 0;
+    if (rc == DS_OK)
+        rc = h5i_create_dataset(file, path, dn, cols ? 2 : 1, dims, rows > 0 ? chunk : NULL, H5T_IEEE_F64LE, &d, msg);
+    h5i_close_obj(d);
+    return h5i_close_file(file, path, rc, msg);
+}
+
+int h5io_write_matrix(const char *path, int create, const char *name, const double *v, int64_t rows, int64_t cols,
+                      ds_msg *msg)
+{
+    DS_CHECK(h5io_create_dataset(path, create, name, rows, cols, msg));
+    return h5io_write_rows(path, name, 0, rows, cols, 0, v, msg);
+}
+
+int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t *cols, double **out, ds_msg *msg)
+{
+    char dn[NAME_MAX_LEN];
+    DS_CHECK(h5i_norm_name(path, name, dn, msg));
+    h5i_quiet();
+    hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    int64_t dims[2] = {0, 0};
+    int f32 = 0;
+    *out = NULL;
+    int rc = h5i_open_ro(path, &file, msg);
+    if (rc == DS_OK)
+        rc = h5i_open_float_dataset(file, path, dn, 2, &d, dims, &f32, msg);
+    if (rc == DS_OK && (*out = malloc((size_t)(dims[0] * dims[1]) * sizeof(double))) == NULL)
+        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: out of host memory", path, dn);
+    if (rc == DS_OK && h5i_xfer_rows(d, 0, 0, dims[0], dims[1], H5T_NATIVE_DOUBLE, *out) < 0)
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read", path, dn);
+    if (rc != DS_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    *rows = dims[0], *cols = dims[1];
+    h5i_close_obj(d);
+    return h5i_close_file(file, path, rc, msg);
+}
+
+int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, double *value, ds_msg *msg)
+{
+    char dn[NAME_MAX_LEN];
+    DS_CHECK(h5i_norm_name(path, dataset, dn, msg));
+    h5i_quiet();
+    hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID, a = H5I_INVALID_HID, t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    int64_t dims[2];
+    int f32, rc = h5i_open_ro(path, &file, msg);
+    if (rc == DS_OK)
+        rc = h5i_open_float_dataset(file, path, dn, 2, &d, dims, &f32, msg);
+    if (rc == DS_OK && H5Aexists(d, attr) <= 0)
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: attribute %s: not found", path, dn, attr);
+    if (rc == DS_OK && ((a = H5Aopen(d, attr, H5P_DEFAULT)) < 0 || (t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0))
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: attribute %s: cannot open", path, dn, attr);
+    if (rc == DS_OK) {
+        H5T_class_t c = H5Tget_class(t);
+        if ((c != H5T_INTEGER && c != H5T_FLOAT) || H5Sget_simple_extent_npoints(sp) != 1 ||
+            H5Aread(a, H5T_NATIVE_DOUBLE, value) < 0)
+            rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: attribute %s: not a number", path, dn, attr);
+    }
+    h5i_close_space(sp);
+    h5i_close_type(t);
+    if (a >= 0)
+        H5Aclose(a);
+    h5i_close_obj(d);
+    return h5i_close_file(file, path, rc, msg);
+}

@@ -1,0 +1,650 @@
+// ann.c: training and prediction of the least-squares network (see ann.h), written against ds_backend
+// and ann_ops. Host work: drawing the subsets, routing the row requests, the small all-gathers.
+#include "ann.h"
+
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rng.h"
+
+#define ANN_STREAM ((uint64_t)0x414E4E0000000000ull)  // rng stream of neuron k's subset: ANN_STREAM + k
+#define ANN_MAX_INDEX_COUNT ((int64_t)INT_MAX)
+
+static const ann_ops *ann_ops_for(const ds_ctx *ctx)
+{
+#ifdef DSOLVE_HAVE_CUDA
+    if (strcmp(ctx->be->name, "cuda") == 0)
+        return &ann_ops_cuda;
+#endif
+    return &ann_ops_cpu;
+}
+
+static int64_t ann_budget(const ds_ctx *ctx, const ann_opts *o)
+{
+    if (o->budget_bytes > 0)
+        return o->budget_bytes;
+    return ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Subsets: S distinct rows of [0, m) for neuron k, by Floyd's algorithm on the counter-based
+// generator, sorted. They depend on (seed, k, m, S) only, so any rank count draws the same ones.
+
+typedef struct subset_job {
+    uint64_t seed;
+    int64_t m, S, k0, nb;
+    int64_t *out;  // nb × S
+    int threads, id;
+} subset_job;
+
+static int64_t set_slot(const int64_t *table, int64_t mask, int64_t v)
+{
+    int64_t h = (int64_t)((uint64_t)v * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    while (table[h] != -1 && table[h] != v)
+        h = (h + 1) & mask;
+    return h;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void subset_draw(uint64_t seed, int64_t k, int64_t m, int64_t S, int64_t *table, int64_t mask, int64_t *out)
+{
+    for (int64_t i = 0; i <= mask; i++)
+        table[i] = -1;
+    for (int64_t j = m - S, c = 0; j < m; j++, c++) {
+        int64_t t = (int64_t)(rng_bits(seed, ANN_STREAM + (uint64_t)k, (uint64_t)c) % (uint64_t)(j + 1));
+        int64_t h = set_slot(table, mask, t);
+        if (table[h] == t)  // t was drawn before: take j, which cannot have been (all earlier draws are < j)
+            h = set_slot(table, mask, t = j);
+        table[h] = t;
+        out[c] = t;
+    }
+    qsort(out, (size_t)S, sizeof *out, cmp_i64);
+}
+
+static void *subset_run(void *arg)
+{
+    subset_job *j = arg;
+    int64_t size = 16;
+    while (size < 2 * j->S)
+        size *= 2;
+    int64_t *table = malloc((size_t)size * sizeof *table);
+    if (!table)
+        return arg;  // non-NULL: failed
+    for (int64_t i = j->id; i < j->nb; i += j->threads)
+        subset_draw(j->seed, j->k0 + i, j->m, j->S, table, size - 1, j->out + i * j->S);
+    free(table);
+    return NULL;
+}
+
+// Subsets of neurons k0 .. k0+nb−1 into out (nb × S), over the rank's share of the node's cores.
+static int subsets_draw(ds_ctx *ctx, uint64_t seed, int64_t m, int64_t S, int64_t k0, int64_t nb, int64_t *out)
+{
+    enum { MAX_THREADS = 64 };
+    long cores = sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
+    int threads = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+    if (threads > nb)
+        threads = nb > 0 ? (int)nb : 1;
+    subset_job job[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0}, failed = 0;
+    for (int t = 0; t < threads; t++) {
+        job[t] = (subset_job){seed, m, S, k0, nb, out, threads, t};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, subset_run, &job[t]) == 0;
+    }
+    for (int t = 0; t < threads; t++)  // parts whose thread could not start run here
+        if (!started[t])
+            failed |= subset_run(&job[t]) != NULL;
+    for (int t = 0; t < threads; t++) {
+        void *ret = NULL;
+        if (started[t])
+            pthread_join(tid[t], &ret);
+        failed |= ret != NULL;
+    }
+    return failed ? ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory drawing subsets") : DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Row exchange: the rank fetches rows L[0 .. count−1] (global indices) from their owners, as fit rows
+// (x, 1, z), into A (count × (n+2), backend memory), in the order of L.
+
+static int row_owner(int64_t g, int64_t m, int p)
+{
+    int64_t base = m / p, extra = m % p, cut = extra * (base + 1);
+    return (int)(g < cut ? g / (base + 1) : extra + (g - cut) / base);
+}
+
+typedef struct ann_dev {  // the backend buffers of a training run
+    const ds_mat *X;
+    const double *z;  // [rows]: hidden targets (regression) or labels
+    int64_t row0, m;
+} ann_dev;
+
+static int upload_new(ds_ctx *ctx, void **dev, const void *host, size_t bytes)
+{
+    *dev = NULL;
+    DS_CHECK(ctx->be->alloc(ctx, dev, bytes ? bytes : 8));
+    return ctx->be->upload(ctx, *dev, host, bytes);
+}
+
+typedef struct exch_plan {
+    int64_t *need, *give;        // [p] rows I take from r, rows r takes from me
+    int64_t *need_at, *give_at;  // [p] their offsets, in rows
+    int64_t *req;                // [count]: owner-local indices, grouped by owner
+    int64_t *perm;               // [count]: where L[i] lands in the received rows
+    int64_t *served;             // [Σ give]: owner-local indices others asked me for
+    int64_t n_served;
+} exch_plan;
+
+static void plan_free(exch_plan *pl)
+{
+    free(pl->need), free(pl->give), free(pl->need_at), free(pl->give_at);
+    free(pl->req), free(pl->perm), free(pl->served);
+    memset(pl, 0, sizeof *pl);
+}
+
+// Routes the requests: counts through MPI_Alltoall, indices through MPI_Alltoallv (host memory).
+static int plan_make(ds_ctx *ctx, const ann_dev *dv, const int64_t *L, int64_t count, exch_plan *pl)
+{
+    const int p = ctx->nranks;
+    pl->need = calloc((size_t)p, 8), pl->give = calloc((size_t)p, 8);
+    pl->need_at = calloc((size_t)p, 8), pl->give_at = calloc((size_t)p, 8);
+    pl->req = malloc((size_t)(count ? count : 1) * 8), pl->perm = malloc((size_t)(count ? count : 1) * 8);
+    int *ic = malloc((size_t)p * 4 * sizeof(int)), rc = DS_OK;
+    if (!pl->need || !pl->give || !pl->need_at || !pl->give_at || !pl->req || !pl->perm || !ic)
+        rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
+    if (rc == DS_OK) {
+        for (int64_t i = 0; i < count; i++)
+            pl->need[row_owner(L[i], dv->m, p)]++;
+        for (int r = 1; r < p; r++)
+            pl->need_at[r] = pl->need_at[r - 1] + pl->need[r - 1];
+        int64_t *fill = ic ? (int64_t *)calloc((size_t)p, 8) : NULL;
+        if (!fill)
+            rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
+        for (int64_t i = 0; rc == DS_OK && i < count; i++) {
+            int r = row_owner(L[i], dv->m, p);
+            int64_t r0, rn;
+            data_partition(dv->m, p, r, &r0, &rn);
+            int64_t at = pl->need_at[r] + fill[r]++;
+            pl->req[at] = L[i] - r0;
+            pl->perm[i] = at;
+        }
+        free(fill);
+    }
+    DS_CHECK(ctx_agree(ctx, rc));
+    MPI_Alltoall(pl->need, 1, MPI_INT64_T, pl->give, 1, MPI_INT64_T, ctx->comm);
+    for (int r = 1; r < p; r++)
+        pl->give_at[r] = pl->give_at[r - 1] + pl->give[r - 1];
+    pl->n_served = pl->give_at[p - 1] + pl->give[p - 1];
+    pl->served = malloc((size_t)(pl->n_served ? pl->n_served : 1) * 8);
+    rc = pl->served ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
+    if (rc == DS_OK && (pl->n_served > ANN_MAX_INDEX_COUNT || count > ANN_MAX_INDEX_COUNT))
+        rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "row exchange of more than %d rows in one round", INT_MAX);
+    DS_CHECK(ctx_agree(ctx, rc));
+    int *sc = ic, *sd = ic + p, *rcn = ic + 2 * p, *rd = ic + 3 * p;
+    for (int r = 0; r < p; r++)
+        sc[r] = (int)pl->need[r], sd[r] = (int)pl->need_at[r], rcn[r] = (int)pl->give[r], rd[r] = (int)pl->give_at[r];
+    MPI_Alltoallv(pl->req, sc, sd, MPI_INT64_T, pl->served, rcn, rd, MPI_INT64_T, ctx->comm);
+    free(ic);
+    return DS_OK;
+}
+
+static int exchange_rows(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const exch_plan *pl, int64_t count,
+                         double *A)
+{
+    const ds_backend *be = ctx->be;
+    const int p = ctx->nranks;
+    const int64_t w = dv->X->cols + 2, wb = w * (int64_t)sizeof(double);
+    void *served_d = NULL, *perm_d = NULL, *send = NULL, *recv = NULL;
+    int64_t *sc = malloc((size_t)p * 4 * 8);
+    int rc = sc ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = upload_new(ctx, &served_d, pl->served, (size_t)pl->n_served * 8);
+    if (rc == DS_OK)
+        rc = upload_new(ctx, &perm_d, pl->perm, (size_t)count * 8);
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &send, (size_t)(pl->n_served ? pl->n_served : 1) * (size_t)wb);
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &recv, (size_t)(count ? count : 1) * (size_t)wb);
+    if (rc == DS_OK)
+        rc = ops->gather_fit_rows(ctx, dv->X->data, dv->X->cols, dv->z, served_d, pl->n_served, send);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK) {
+        int64_t *sd = sc + p, *rcn = sc + 2 * p, *rd = sc + 3 * p;
+        for (int r = 0; r < p; r++)
+            sc[r] = pl->give[r] * wb, sd[r] = pl->give_at[r] * wb, rcn[r] = pl->need[r] * wb, rd[r] = pl->need_at[r] * wb;
+        rc = be->alltoallv(ctx, send, sc, sd, recv, rcn, rd);
+    }
+    if (rc == DS_OK)
+        rc = ops->gather_rows(ctx, recv, w, perm_d, count, A);
+    if (rc == DS_OK)
+        rc = be->sync(ctx);  // the buffers are freed next
+    if (served_d)
+        be->free(ctx, served_d);
+    if (perm_d)
+        be->free(ctx, perm_d);
+    if (send)
+        be->free(ctx, send);
+    if (recv)
+        be->free(ctx, recv);
+    free(sc);
+    return rc;
+}
+
+static int fetch_rows(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const int64_t *L, int64_t count, double *A)
+{
+    if (ctx->nranks == 1) {  // every row is local: no exchange
+        void *idx = NULL;
+        int rc = upload_new(ctx, &idx, L, (size_t)count * 8);
+        if (rc == DS_OK)
+            rc = ops->gather_fit_rows(ctx, dv->X->data, dv->X->cols, dv->z, idx, count, A);
+        if (rc == DS_OK)
+            rc = ctx->be->sync(ctx);
+        if (idx)
+            ctx->be->free(ctx, idx);
+        return ctx_agree(ctx, rc);
+    }
+    exch_plan pl = {0};
+    int rc = plan_make(ctx, dv, L, count, &pl);
+    if (rc == DS_OK)
+        rc = exchange_rows(ctx, ops, dv, &pl, count, A);
+    plan_free(&pl);
+    return ctx_agree(ctx, rc);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Hidden layer: the rank's neurons in rounds that bound the fetched rows by the memory budget. Every
+// rank takes part in every round's exchange, with no neurons of its own in the last ones if need be.
+
+static int fit_round(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const ann_opts *o, int64_t S, int64_t k0,
+                     int64_t nb, int64_t *L, double *A, double *Wd, int *failed, double *W_host)
+{
+    const int64_t n = dv->X->cols;
+    int rc = subsets_draw(ctx, o->seed, dv->m, S, k0, nb, L);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = fetch_rows(ctx, ops, dv, L, nb * S, A);
+    if (rc == DS_OK && nb > 0)
+        rc = ops->fit(ctx, A, nb, S, n, o->classes, k0, Wd, failed);
+    if (rc == DS_OK && nb > 0)
+        rc = ctx->be->download(ctx, W_host, Wd, (size_t)(nb * (n + 1)) * sizeof(double));
+    return ctx_agree(ctx, rc);
+}
+
+// W (K × (n+1), host, every rank) and the count of failed neurons.
+static int fit_hidden(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const ann_opts *o, int64_t S,
+                      ann_model *m)
+{
+    const int64_t n = dv->X->cols, n1 = n + 1, K = o->neurons;
+    int64_t k0, kn;
+    data_partition(K, ctx->nranks, ctx->rank, &k0, &kn);
+    // Per neuron: A and the rows sent and received (3 × S rows of n + 2), its Gram (g²), targets (2 S).
+    const int64_t g = S >= n1 ? n1 : S, neuron_bytes = (3 * S * (n + 2) + g * g + 2 * S) * (int64_t)sizeof(double);
+    int64_t per_round = ann_budget(ctx, o) / neuron_bytes;
+    per_round = per_round < 1 ? 1 : per_round;
+    const int64_t kmax = (K + ctx->nranks - 1) / ctx->nranks, rounds = (kmax + per_round - 1) / per_round;
+    const int64_t nb_max = kn < per_round ? kn : per_round;
+    double *W_mine = malloc((size_t)(kn ? kn : 1) * (size_t)n1 * sizeof(double));
+    int64_t *L = malloc((size_t)(nb_max ? nb_max : 1) * (size_t)S * sizeof(int64_t));
+    int *failed = calloc((size_t)(nb_max ? nb_max : 1), sizeof(int));
+    void *A = NULL, *Wd = NULL;
+    int rc = W_mine && L && failed ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = ctx->be->alloc(ctx, &A, (size_t)(nb_max ? nb_max : 1) * (size_t)(S * (n + 2)) * sizeof(double));
+    if (rc == DS_OK)
+        rc = ctx->be->alloc(ctx, &Wd, (size_t)(nb_max ? nb_max : 1) * (size_t)n1 * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    int64_t nfailed = 0;
+    for (int64_t r = 0; rc == DS_OK && r < rounds; r++) {
+        int64_t a = r * per_round < kn ? r * per_round : kn, nb = kn - a < per_round ? kn - a : per_round;
+        rc = fit_round(ctx, ops, dv, o, S, k0 + a, nb, L, A, Wd, failed, W_mine + a * n1);
+        for (int64_t i = 0; rc == DS_OK && i < nb; i++)
+            nfailed += failed[i];
+    }
+    if (rc == DS_OK) {
+        int *cnt = malloc((size_t)ctx->nranks * 2 * sizeof(int));
+        rc = cnt && K * n1 <= INT_MAX ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden weights too large to gather");
+        rc = ctx_agree(ctx, rc);
+        if (rc == DS_OK) {
+            for (int q = 0; q < ctx->nranks; q++) {
+                int64_t q0, qn;
+                data_partition(K, ctx->nranks, q, &q0, &qn);
+                cnt[q] = (int)(qn * n1), cnt[ctx->nranks + q] = (int)(q0 * n1);
+            }
+            MPI_Allgatherv(W_mine, (int)(kn * n1), MPI_DOUBLE, m->W, cnt, cnt + ctx->nranks, MPI_DOUBLE, ctx->comm);
+            MPI_Allreduce(&nfailed, &m->failed, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+        }
+        free(cnt);
+    }
+    if (A)
+        ctx->be->free(ctx, A);
+    if (Wd)
+        ctx->be->free(ctx, Wd);
+    free(W_mine), free(L), free(failed);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Output layer: S = [H 1 T]ᵀ[H 1 T] over the rank's rows chunk by chunk, one allreduce, the solve.
+
+static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
+{
+    int64_t c = ann_budget(ctx, o) / (ld * (int64_t)sizeof(double));
+    c = c < 1 ? 1 : c;
+    return c < rows ? c : rows > 0 ? rows : 1;
+}
+
+static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                       int64_t ld, double *acc, int64_t gsize)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
+    const int64_t ch = chunk_rows(ctx, o, ld, d->X.rows);
+    void *H = NULL, *tmp = NULL;
+    int rc = be->alloc(ctx, &H, (size_t)(ch * ld) * sizeof(double));
+    if (rc == DS_OK && d->X.rows > ch)
+        rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
+    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
+        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
+        const double *Xc = (const double *)d->X.data + r * n;
+        rc = ops->forward(ctx, Xc, nr, n, Wd, K, d->y + r, outputs, H, ld);
+        ds_mat Hm = {H, nr, ld, 0};
+        if (rc == DS_OK)
+            rc = be->gram(ctx, &Hm, d->y + r, r == 0 ? acc : tmp);
+        if (rc == DS_OK && r > 0)
+            rc = ops->add(ctx, acc, tmp, gsize);
+    }
+    if (rc == DS_OK)
+        rc = be->sync(ctx);
+    if (H)
+        be->free(ctx, H);
+    if (tmp)
+        be->free(ctx, tmp);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, be->allreduce_sum(ctx, acc, gsize));
+    return rc;
+}
+
+// λ: the option, or ANN_RIDGE_REL times the mean diagonal of HᵀH.
+static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64_t ld, int64_t K1, double *lambda)
+{
+    if (o->ridge >= 0) {
+        *lambda = o->ridge;
+        return DS_OK;
+    }
+    double *diag = malloc((size_t)K1 * sizeof(double));
+    void *dd = NULL;
+    int rc = diag ? ctx->be->alloc(ctx, &dd, (size_t)K1 * sizeof(double)) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = ctx->be->gather(ctx, dd, acc, K1, ld + 1);
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, diag, dd, (size_t)K1 * sizeof(double));
+    double tr = 0;
+    for (int64_t i = 0; rc == DS_OK && i < K1; i++)
+        tr += diag[i];
+    *lambda = ANN_RIDGE_REL * tr / (double)K1;
+    if (dd)
+        ctx->be->free(ctx, dd);
+    free(diag);
+    return rc;
+}
+
+static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                        ann_model *m, ann_times *t)
+{
+    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = ld * ld + ld + 1;
+    void *acc = NULL, *Vd = NULL;
+    int rc = ctx->be->alloc(ctx, &acc, (size_t)gsize * sizeof(double));
+    if (rc == DS_OK)
+        rc = ctx->be->alloc(ctx, &Vd, (size_t)(K1 * m->outputs) * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    double t0 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = output_gram(ctx, ops, d, o, Wd, ld, acc, gsize);
+    double t1 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = output_ridge(ctx, o, acc, ld, K1, &m->ridge);
+    if (rc == DS_OK)
+        rc = ops->solve(ctx, acc, ld, K1, m->outputs, m->ridge, Vd, m->route, sizeof m->route);
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, m->V, Vd, (size_t)(K1 * m->outputs) * sizeof(double));
+    for (int64_t i = 0; rc == DS_OK && i < K1 * m->outputs; i++)
+        if (!isfinite(m->V[i]))
+            rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's solution is not finite (route %s, ridge %.3g)",
+                         m->route, m->ridge);
+    t->hidden = t1 - t0;
+    t->solve = MPI_Wtime() - t1;
+    if (acc)
+        ctx->be->free(ctx, acc);
+    if (Vd)
+        ctx->be->free(ctx, Vd);
+    return ctx_agree(ctx, rc);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Targets: y is mapped linearly into [−ANN_TARGET, ANN_TARGET] (left as it is when already inside,
+// as the seed's y = sin(Σx)/2 is) and z = arctanh of it; labels are checked and kept as they are.
+
+// The first row whose y is not finite or, with classes, not a class in 0 .. classes−1; −1 when none.
+static int64_t first_bad_target(const double *y, int64_t rows, int classes)
+{
+    for (int64_t i = 0; i < rows; i++)
+        if (!isfinite(y[i]) || (classes && (y[i] != floor(y[i]) || y[i] < 0 || y[i] >= classes)))
+            return i;
+    return -1;
+}
+
+static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int classes)
+{
+    int64_t bad = first_bad_target(y, d->X.rows, classes);
+    if (bad < 0)
+        return DS_OK;
+    if (classes)
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: label %g of row %lld is not a class in 0 .. %d", d->source, y[bad],
+                       (long long)(d->row0 + bad), classes - 1);
+    return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y of row %lld is not finite", d->source, (long long)(d->row0 + bad));
+}
+
+// z from y (host copy y of the rank's rows): the map, agreed over ranks, and arctanh; labels as they are.
+static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const double *y, ann_model *m, double *z)
+{
+    const int64_t rows = d->X.rows;
+    double lo = INFINITY, hi = -INFINITY, glo, ghi;
+    for (int64_t i = 0; i < rows; i++)
+        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi;
+    MPI_Allreduce(&lo, &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
+    MPI_Allreduce(&hi, &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    m->y_scale = 1, m->y_shift = 0;
+    if (o->classes) {
+        memcpy(z, y, (size_t)rows * sizeof(double));
+        return DS_OK;
+    }
+    if (!(ghi > glo))
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", d->source, glo);
+    if (glo < -ANN_TARGET || ghi > ANN_TARGET) {
+        m->y_scale = 2 * ANN_TARGET / (ghi - glo);
+        m->y_shift = -ANN_TARGET - m->y_scale * glo;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        z[i] = atanh(m->y_scale * y[i] + m->y_shift);
+    return DS_OK;
+}
+
+static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, double *z)
+{
+    const int64_t rows = d->X.rows;
+    double *y = malloc((size_t)(rows ? rows : 1) * sizeof(double));
+    int rc = y ? ctx->be->download(ctx, y, d->y, (size_t)rows * sizeof(double))
+               : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = targets_bad(ctx, d, y, o->classes);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, targets_map(ctx, d, o, y, m, z));
+    free(y);
+    return rc;
+}
+
+static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t *S)
+{
+    const int64_t m = d->rows_global;
+    *S = o->subset > 0 ? o->subset : m / o->neurons;
+    if (o->neurons > m)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--neurons %lld is more than the %lld rows of %s", (long long)o->neurons,
+                       (long long)m, d->source);
+    if (*S < 1 || *S > m)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--subset %lld must be between 1 and the %lld rows", (long long)*S,
+                       (long long)m);
+    if (d->X.f32)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs");
+    return DS_OK;
+}
+
+int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t)
+{
+    const ann_ops *ops = ann_ops_for(ctx);
+    const int64_t n = d->X.cols, K = o->neurons;
+    int64_t S = 0;
+    memset(m, 0, sizeof *m);
+    memset(t, 0, sizeof *t);
+    DS_CHECK(ctx_agree(ctx, train_check(ctx, d, o, &S)));
+    *m = (ann_model){.n = n, .neurons = K, .outputs = o->classes ? o->classes : 1, .classes = o->classes,
+                     .subset = S, .seed = o->seed};
+    m->W = malloc((size_t)(K * (n + 1)) * sizeof(double));
+    m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
+    double *z = malloc((size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
+    void *zd = NULL, *Wd = NULL;
+    int rc = m->W && m->V && z ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = targets_make(ctx, d, o, m, z);
+    ctx->be->sync(ctx);
+    MPI_Barrier(ctx->comm);  // the phases start together; the targets are set-up, not training
+    double t0 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, upload_new(ctx, &zd, z, (size_t)d->X.rows * sizeof(double)));
+    ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
+    if (rc == DS_OK)
+        rc = fit_hidden(ctx, ops, &dv, o, S, m);
+    double t1 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double)));
+    if (rc == DS_OK)
+        rc = output_solve(ctx, ops, d, o, Wd, m, t);
+    t->fit = t1 - t0;
+    t->total = MPI_Wtime() - t0;
+    if (zd)
+        ctx->be->free(ctx, zd);
+    if (Wd)
+        ctx->be->free(ctx, Wd);
+    free(z);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Prediction and metrics.
+
+static int predict_rows(ds_ctx *ctx, const ann_ops *ops, const ann_model *m, const ds_data *d, double *P)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = m->n, K = m->neurons, K1 = K + 1, C = m->outputs;
+    ann_opts o = {0};
+    const int64_t ch = chunk_rows(ctx, &o, K1 + C, d->X.rows);
+    void *Wd = NULL, *Vd = NULL, *H = NULL, *Pd = NULL;
+    int rc = upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
+    if (rc == DS_OK)
+        rc = upload_new(ctx, &Vd, m->V, (size_t)(K1 * C) * sizeof(double));
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &H, (size_t)(ch * K1) * sizeof(double));
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &Pd, (size_t)(ch * C) * sizeof(double));
+    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
+        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
+        rc = ops->forward(ctx, (const double *)d->X.data + r * n, nr, n, Wd, K, NULL, C, H, K1);
+        if (rc == DS_OK)
+            rc = ops->output(ctx, H, nr, K1, K, Vd, C, Pd);
+        if (rc == DS_OK)
+            rc = be->download(ctx, P + r * C, Pd, (size_t)(nr * C) * sizeof(double));
+    }
+    void *bufs[] = {Wd, Vd, H, Pd};
+    for (int i = 0; i < 4; i++)
+        if (bufs[i])
+            be->free(ctx, bufs[i]);
+    return rc;
+}
+
+// Metrics over all ranks' rows: two passes (means first) so that r near 1 keeps its digits.
+static void metrics_of(ds_ctx *ctx, const ann_model *m, const double *P, const double *y, int64_t rows,
+                       ann_metrics *met)
+{
+    const int64_t C = m->outputs;
+    double s[3] = {0, 0, (double)rows}, g[3];
+    int64_t correct = 0, gc = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        if (m->classes) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++)
+                best = P[i * C + c] > P[i * C + best] ? c : best;
+            correct += best == (int64_t)y[i];
+        } else {
+            s[0] += y[i], s[1] += P[i];
+        }
+    }
+    MPI_Allreduce(s, g, 3, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    MPI_Allreduce(&correct, &gc, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+    met->rows = (int64_t)g[2];
+    met->accuracy = m->classes ? (double)gc / g[2] : NAN;
+    met->r = met->rmse = met->r2 = NAN;
+    if (m->classes)
+        return;
+    const double my = g[0] / g[2], mp = g[1] / g[2];
+    double c[4] = {0, 0, 0, 0}, gcv[4];  // Σ(y−ȳ)², Σ(p−p̄)², Σ(y−ȳ)(p−p̄), Σ(y−p)²
+    for (int64_t i = 0; i < rows; i++) {
+        double a = y[i] - my, b = P[i] - mp, e = y[i] - P[i];
+        c[0] += a * a, c[1] += b * b, c[2] += a * b, c[3] += e * e;
+    }
+    MPI_Allreduce(c, gcv, 4, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    met->r = gcv[2] / sqrt(gcv[0] * gcv[1]);
+    met->rmse = sqrt(gcv[3] / g[2]);
+    met->r2 = 1 - gcv[3] / gcv[0];
+}
+
+int ann_predict(ds_ctx *ctx, const ann_model *m, const ds_data *d, int has_y, double *P, ann_metrics *met)
+{
+    const int64_t rows = d->X.rows;
+    if (d->X.cols != m->n)
+        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld columns; the model takes %lld", d->source,
+                                      (long long)d->X.cols, (long long)m->n));
+    double *Pl = P ? P : malloc((size_t)(rows ? rows : 1) * (size_t)m->outputs * sizeof(double));
+    double *y = has_y ? malloc((size_t)(rows ? rows : 1) * sizeof(double)) : NULL;
+    int rc = Pl && (y || !has_y) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = predict_rows(ctx, ann_ops_for(ctx), m, d, Pl);
+    if (rc == DS_OK && has_y)
+        rc = ctx->be->download(ctx, y, d->y, (size_t)rows * sizeof(double));
+    if (rc == DS_OK && has_y)
+        rc = targets_bad(ctx, d, y, m->classes);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && has_y)
+        metrics_of(ctx, m, Pl, y, rows, met);
+    if (Pl != P)
+        free(Pl);
+    free(y);
+    return rc;
+}
+
+void ann_model_free(ann_model *m)
+{
+    free(m->W);
+    free(m->V);
+    m->W = m->V = NULL;
+}

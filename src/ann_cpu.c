@@ -1,0 +1,209 @@
+// ann_cpu.c: the network's operations on the CPU backend (host memory): OpenBLAS for the products,
+// LAPACK for the hidden fits and the output solve, POSIX threads for the element-wise tanh.
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ann.h"
+
+static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
+                               int64_t count, double *dst)
+{
+    for (int64_t i = 0; i < count; i++) {
+        double *d = dst + i * (n + 2);
+        memcpy(d, X + idx[i] * n, (size_t)n * sizeof(double));
+        d[n] = 1.0;
+        d[n + 1] = z[idx[i]];
+    }
+    return DS_OK;
+}
+
+static int cpu_gather_rows(ds_ctx *ctx, const double *src, int64_t width, const int64_t *idx, int64_t count,
+                           double *dst)
+{
+    for (int64_t i = 0; i < count; i++)
+        memcpy(dst + i * width, src + idx[i] * width, (size_t)width * sizeof(double));
+    return DS_OK;
+}
+
+// One neuron: A is S rows of (x, 1, z), lda n + 2; t the target; w (n+1) out; G and u scratch.
+static int fit_one(const double *A, int64_t S, int64_t n, const double *t, double *w, double *G, double *u)
+{
+    const int64_t n1 = n + 1, lda = n + 2;
+    lapack_int info;
+    if (S >= n1) {  // normal equations: (AᵀA) w = Aᵀt
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n1, (int)S, 1.0, A, (int)lda, 0.0, G, (int)n1);
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)S, (int)n1, 1.0, A, (int)lda, t, 1, 0.0, w, 1);
+        info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)n1, 1, G, (lapack_int)n1, w, 1);
+    } else {  // minimum norm: w = Aᵀ (AAᵀ)⁻¹ t
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)S, (int)n1, 1.0, A, (int)lda, 0.0, G, (int)S);
+        memcpy(u, t, (size_t)S * sizeof(double));
+        info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)S, 1, G, (lapack_int)S, u, 1);
+        if (info == 0)
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)S, (int)n1, 1.0, A, (int)lda, u, 1, 0.0, w, 1);
+    }
+    int ok = info == 0;
+    for (int64_t j = 0; ok && j < n1; j++)
+        ok = isfinite(w[j]);
+    if (!ok)
+        memset(w, 0, (size_t)n1 * sizeof(double));
+    return ok;
+}
+
+static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
+                   double *W, int *failed)
+{
+    const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
+    double *G = malloc((size_t)(g * g) * sizeof(double)), *t = malloc((size_t)S * sizeof(double) * 2);
+    if (!G || !t) {
+        free(G), free(t);
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the hidden fits");
+    }
+    const double hi = atanh(ANN_TARGET);
+    for (int64_t i = 0; i < nb; i++) {
+        const double *Ai = A + i * S * (n + 2);
+        for (int64_t s = 0; s < S; s++) {
+            double z = Ai[s * (n + 2) + n + 1];
+            t[s] = classes ? (z == (double)((k0 + i) % classes) ? hi : -hi) : z;
+        }
+        failed[i] = !fit_one(Ai, S, n, t, W + i * n1, G, t + S);
+    }
+    free(G), free(t);
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// forward: the product by OpenBLAS, then tanh and the constant and target columns over threads.
+
+typedef struct act_job {
+    double *H;
+    const double *W, *y;
+    int64_t row0, rows, n, K, outputs, ld;
+} act_job;
+
+static void *act_run(void *arg)
+{
+    const act_job *j = arg;
+    const int64_t n1 = j->n + 1;
+    for (int64_t i = j->row0; i < j->row0 + j->rows; i++) {
+        double *h = j->H + i * j->ld;
+        for (int64_t k = 0; k < j->K; k++)
+            h[k] = tanh(h[k] + j->W[k * n1 + j->n]);
+        h[j->K] = 1.0;
+        if (!j->y)
+            continue;
+        if (j->outputs == 1 && j->ld > j->K + 1)
+            h[j->K + 1] = j->y[i];
+        else
+            for (int64_t c = 0; c < j->outputs && j->ld > j->K + 1; c++)
+                h[j->K + 1 + c] = (double)c == j->y[i] ? 1.0 : 0.0;
+    }
+    return NULL;
+}
+
+static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                       const double *y, int64_t outputs, double *H, int64_t ld)
+{
+    enum { MAX_THREADS = 64 };
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)K, (int)n, 1.0, X, (int)n, W, (int)(n + 1),
+                0.0, H, (int)ld);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
+    int threads = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+    if (rows < 64 * threads)
+        threads = 1;
+    act_job job[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 0; t < threads; t++) {
+        int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
+        job[t] = (act_job){H, W, y, a, b - a, n, K, outputs, ld};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, act_run, &job[t]) == 0;
+    }
+    for (int t = 0; t < threads; t++)
+        if (!started[t])
+            act_run(&job[t]);
+    for (int t = 0; t < threads; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    return DS_OK;
+}
+
+static int cpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
+                      int64_t outputs, double *P)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)outputs, (int)(K + 1), 1.0, H, (int)ld, V,
+                (int)outputs, 0.0, P, (int)outputs);
+    return DS_OK;
+}
+
+static int cpu_add(ds_ctx *ctx, double *dst, const double *src, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        dst[i] += src[i];
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The output solve: Cholesky of HᵀH + λI, else the eigendecomposition with small eigenvalues dropped.
+
+static int solve_eigen(ds_ctx *ctx, double *A, int64_t K1, const double *B, int64_t ldb, int64_t outputs, double *V)
+{
+    double *e = malloc((size_t)K1 * sizeof(double)), *QtB = malloc((size_t)(K1 * outputs) * sizeof(double));
+    int rc = e && QtB ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the output solve");
+    if (rc == DS_OK && LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)K1, A, (lapack_int)K1, e) != 0)
+        rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's eigendecomposition did not converge");
+    if (rc == DS_OK) {  // A now holds the eigenvectors as columns: V = Q diag(1/e) Qᵀ B
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K1, (int)outputs, (int)K1, 1.0, A, (int)K1, B,
+                    (int)ldb, 0.0, QtB, (int)outputs);
+        const double cut = e[K1 - 1] * (double)K1 * ANN_EIGEN_CUT;
+        for (int64_t i = 0; i < K1; i++)
+            for (int64_t c = 0; c < outputs; c++)
+                QtB[i * outputs + c] = e[i] > cut ? QtB[i * outputs + c] / e[i] : 0.0;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)K1, (int)outputs, (int)K1, 1.0, A, (int)K1, QtB,
+                    (int)outputs, 0.0, V, (int)outputs);
+    }
+    free(e), free(QtB);
+    return rc;
+}
+
+static int cpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t outputs, double lambda, double *V,
+                     char *route, size_t route_len)
+{
+    double *A = malloc((size_t)(K1 * K1) * sizeof(double));
+    if (!A)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the output solve");
+    for (int64_t i = 0; i < K1; i++) {
+        memcpy(A + i * K1, S + i * ld, (size_t)K1 * sizeof(double));
+        A[i * K1 + i] += lambda;
+        for (int64_t c = 0; c < outputs; c++)
+            V[i * outputs + c] = S[i * ld + K1 + c];
+    }
+    int rc = DS_OK;
+    if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)K1, (lapack_int)outputs, A, (lapack_int)K1, V,
+                      (lapack_int)outputs) == 0) {
+        snprintf(route, route_len, "cholesky");
+    } else {  // A and V were overwritten: take them from S again
+        for (int64_t i = 0; i < K1; i++) {
+            memcpy(A + i * K1, S + i * ld, (size_t)K1 * sizeof(double));
+            A[i * K1 + i] += lambda;
+        }
+        rc = solve_eigen(ctx, A, K1, S + K1, ld, outputs, V);
+        snprintf(route, route_len, "eigen");
+    }
+    free(A);
+    return rc;
+}
+
+const ann_ops ann_ops_cpu = {
+    .gather_fit_rows = cpu_gather_fit_rows,
+    .gather_rows = cpu_gather_rows,
+    .fit = cpu_fit,
+    .forward = cpu_forward,
+    .output = cpu_output,
+    .add = cpu_add,
+    .solve = cpu_solve,
+};

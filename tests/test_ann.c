@@ -1,0 +1,297 @@
+// test_ann.c: the least-squares network. `test_ann cpu` (any rank count): the model does not depend on
+// the rank count or on the memory budget (rounds and chunks), is reproducible, fits the seed's
+// function, takes the minimum-norm route, classifies, falls back to the eigendecomposition, and
+// refuses bad targets. `test_ann gpu`: the CUDA backend against the CPU one on fresh data (exits 77
+// where the ranks have no GPU of their own; the seed is printed and DSOLVE_TEST_SEED replays it).
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ann.h"
+#include "data.h"
+#include "harness.h"
+
+typedef struct trained {
+    ann_model m;
+    ann_metrics train, test;
+    double *P;          // the outputs on the rank's test rows
+    int64_t row0, rows;  // those rows
+    int rc;
+} trained;
+
+// The seed's problem (kind GEN_ANN) of rows × cols; with classes, y becomes the class of the
+// quantile of sin(Σx)/2 that y falls in (labels 0 .. classes−1).
+static int make_data(ds_ctx *ctx, int64_t rows, int64_t cols, uint64_t seed, int classes, ds_data *d)
+{
+    gen_lsq p = {.kind = GEN_ANN, .rows = rows, .cols = cols, .seed = seed};
+    DS_CHECK(data_gen_lsq(ctx, &p, 0, d));
+    if (!classes)
+        return DS_OK;
+    double *y = malloc((size_t)d->X.rows * sizeof(double));
+    DS_CHECK(ctx->be->download(ctx, y, d->y, (size_t)d->X.rows * sizeof(double)));
+    for (int64_t i = 0; i < d->X.rows; i++) {
+        int c = (int)((y[i] + 0.5) * classes);
+        y[i] = c < 0 ? 0 : c >= classes ? classes - 1 : c;
+    }
+    int rc = ctx->be->upload(ctx, d->y, y, (size_t)d->X.rows * sizeof(double));
+    free(y);
+    return rc;
+}
+
+static trained train_on(ds_ctx *ctx, int64_t rows, int64_t cols, uint64_t seed, const ann_opts *o)
+{
+    trained t;
+    memset(&t, 0, sizeof t);
+    ds_data d, e;
+    ann_times times;
+    t.rc = make_data(ctx, rows, cols, seed, o->classes, &d);
+    if (t.rc == DS_OK)
+        t.rc = make_data(ctx, rows, cols, seed + 1, o->classes, &e);
+    if (t.rc == DS_OK)
+        t.rc = ann_train(ctx, &d, o, &t.m, &times);
+    if (t.rc == DS_OK)
+        t.rc = ann_predict(ctx, &t.m, &d, 1, NULL, &t.train);
+    t.row0 = e.row0, t.rows = e.X.rows;
+    t.P = malloc((size_t)(e.X.rows + 1) * (size_t)(o->classes ? o->classes : 1) * sizeof(double));
+    if (t.rc == DS_OK)
+        t.rc = ann_predict(ctx, &t.m, &e, 1, t.P, &t.test);
+    data_free(ctx, &d);
+    data_free(ctx, &e);
+    return t;
+}
+
+static void trained_free(trained *t)
+{
+    ann_model_free(&t->m);
+    free(t->P);
+}
+
+// a's test outputs against b's on the same global rows (b may hold more rows than a).
+static double outputs_diff(const trained *a, const trained *b)
+{
+    const int64_t C = a->m.outputs;
+    return test_rel_diff(a->P, b->P + (a->row0 - b->row0) * C, a->rows * C);
+}
+
+// The same model: W (from the same fits) to tol_w; V, the solution of an ill-conditioned system whose
+// Gram is summed in another order, to tol_v; the outputs, which is what the model is, to tol_p.
+static void compare_models(const trained *a, const trained *b, double tol_w, double tol_v, double tol_p,
+                           const char *what)
+{
+    CHECK(a->rc == DS_OK && b->rc == DS_OK, "%s: training failed (%d, %d)", what, a->rc, b->rc);
+    if (a->rc != DS_OK || b->rc != DS_OK)
+        return;
+    const ann_model *x = &a->m, *y = &b->m;
+    double dw = test_rel_diff(x->W, y->W, x->neurons * (x->n + 1));
+    double dv = test_rel_diff(x->V, y->V, (x->neurons + 1) * x->outputs);
+    CHECK(dw <= tol_w, "%s: W differs by %.3e (tol %.1e)", what, dw, tol_w);
+    CHECK(dv <= tol_v, "%s: V differs by %.3e (tol %.1e)", what, dv, tol_v);
+    double dp = outputs_diff(a, b);
+    CHECK(dp <= tol_p, "%s: the test outputs differ by %.3e (tol %.1e)", what, dp, tol_p);
+    CHECK_EQ_INT(x->failed, y->failed, what);
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+static void test_rank_independence(ds_ctx *world, ds_ctx *self)
+{
+    // W comes from the same fits on any rank count: the same bits. HᵀH is summed in another order, and
+    // the output system's condition number (about 1e10 at the default ridge) amplifies that: the
+    // outputs agree to 1e-8 with the default ridge, and to 1e-10 once the ridge bounds it near 1e6.
+    ann_opts o = {.neurons = 120, .seed = 11, .ridge = -1};
+    trained a = train_on(world, 6000, 6, 3, &o), b = train_on(self, 6000, 6, 3, &o);
+    compare_models(&a, &b, 0, 1e-3, 1e-8, "all ranks against one (default ridge)");
+    ann_opts firm = o;
+    firm.ridge = 1e-3;
+    trained a2 = train_on(world, 6000, 6, 3, &firm), b2 = train_on(self, 6000, 6, 3, &firm);
+    compare_models(&a2, &b2, 0, 1e-8, 1e-10, "all ranks against one (ridge 1e-3)");
+    ann_opts small = firm;
+    small.budget_bytes = 40000;  // many exchange rounds and H chunks
+    trained c = train_on(world, 6000, 6, 3, &small);
+    compare_models(&c, &a2, 0, 1e-8, 1e-10, "small memory budget against the default");
+    trained d = train_on(world, 6000, 6, 3, &o);
+    compare_models(&d, &a, 0, 0, 0, "a second run");
+    trained_free(&a), trained_free(&b), trained_free(&a2), trained_free(&b2), trained_free(&c), trained_free(&d);
+}
+
+static void test_accuracy(ds_ctx *ctx)
+{
+    ann_opts o = {.neurons = 200, .seed = 5, .ridge = -1};
+    trained t = train_on(ctx, 20000, 10, 1, &o);
+    CHECK(t.rc == DS_OK, "seed problem: %s", ctx->msg.text);
+    CHECK(t.test.r >= 0.99999, "seed problem 20000 x 10, 200 neurons: test r %.8f < 0.99999", t.test.r);
+    CHECK(t.train.r2 >= 0.99998, "train R2 %.8f", t.train.r2);
+    CHECK_EQ_INT(t.m.failed, 0, "failed neurons");
+    CHECK(strcmp(t.m.route, "cholesky") == 0, "route %s", t.m.route);
+    trained_free(&t);
+
+    ann_opts mn = {.neurons = 100, .seed = 2, .ridge = -1};  // subset 3000/100 = 30 < 41: minimum norm
+    trained u = train_on(ctx, 3000, 40, 4, &mn);
+    CHECK(u.rc == DS_OK, "minimum-norm fits: %s", ctx->msg.text);
+    CHECK(u.m.subset == 30 && u.m.failed == 0, "subset %lld, failed %lld", (long long)u.m.subset, (long long)u.m.failed);
+    CHECK(u.train.r > 0.5, "minimum-norm fits: train r %.4f", u.train.r);
+    trained_free(&u);
+
+    ann_opts cl = {.neurons = 300, .seed = 9, .ridge = -1, .classes = 3};
+    trained v = train_on(ctx, 6000, 8, 7, &cl);
+    CHECK(v.rc == DS_OK, "classes: %s", ctx->msg.text);
+    CHECK(v.train.accuracy > 0.9 && v.test.accuracy > 0.85, "3 classes: train accuracy %.4f, test %.4f",
+          v.train.accuracy, v.test.accuracy);
+    trained_free(&v);
+}
+
+// A singular S (a zero pivot) must take the eigendecomposition, which gives the pseudo-inverse solution.
+static void test_eigen_route(ds_ctx *ctx, const ann_ops *ops)
+{
+    const int64_t K1 = 3, ld = 4;
+    const double S_host[16] = {4, 0, 0, 8, 0, 0, 0, 5, 0, 0, 1, 2, 8, 5, 2, 0};  // G = diag(4, 0, 1), b = (8, 5, 2)
+    void *S = NULL, *V = NULL;
+    double v[3];
+    char route[48] = "";
+    CHECK(ctx->be->alloc(ctx, &S, sizeof S_host) == DS_OK && ctx->be->alloc(ctx, &V, sizeof v) == DS_OK, "alloc");
+    CHECK(ctx->be->upload(ctx, S, S_host, sizeof S_host) == DS_OK, "upload");
+    int rc = ops->solve(ctx, S, ld, K1, 1, 0.0, V, route, sizeof route);
+    CHECK(rc == DS_OK, "solve: %s", ctx->msg.text);
+    CHECK(ctx->be->download(ctx, v, V, sizeof v) == DS_OK, "download");
+    CHECK(strcmp(route, "eigen") == 0, "%s: route %s, expected eigen", ctx->be->name, route);
+    CHECK(fabs(v[0] - 2) < 1e-12 && fabs(v[1]) < 1e-12 && fabs(v[2] - 2) < 1e-12, "%s: v = (%g, %g, %g), expected (2, 0, 2)",
+          ctx->be->name, v[0], v[1], v[2]);
+    ctx->be->free(ctx, S), ctx->be->free(ctx, V);
+}
+
+static void test_bad_targets(ds_ctx *ctx)
+{
+    ds_data d;
+    ann_model m;
+    ann_times t;
+    ann_opts o = {.neurons = 10, .seed = 1, .ridge = -1};
+    CHECK(make_data(ctx, 200, 3, 1, 0, &d) == DS_OK, "data");
+    double *y = malloc((size_t)d.X.rows * sizeof(double));
+    for (int64_t i = 0; i < d.X.rows; i++)
+        y[i] = 0.25;
+    ctx->be->upload(ctx, d.y, y, (size_t)d.X.rows * sizeof(double));
+    CHECK_EQ_INT(ann_train(ctx, &d, &o, &m, &t), DS_ERR_INPUT, "constant y");
+    CHECK(strstr(ctx->msg.text, "constant") != NULL, "message: %s", ctx->msg.text);
+    ann_model_free(&m);
+    ctx->msg.text[0] = '\0', ctx->agreed_failure = DS_OK;
+    for (int64_t i = 0; i < d.X.rows; i++)
+        y[i] = (double)(i % 4);  // labels 0 .. 3 with 3 classes
+    ctx->be->upload(ctx, d.y, y, (size_t)d.X.rows * sizeof(double));
+    o.classes = 3;
+    CHECK_EQ_INT(ann_train(ctx, &d, &o, &m, &t), DS_ERR_INPUT, "label out of range");
+    ann_model_free(&m);
+    ctx->msg.text[0] = '\0', ctx->agreed_failure = DS_OK;
+    o.classes = 0, o.neurons = 201;
+    CHECK_EQ_INT(ann_train(ctx, &d, &o, &m, &t), DS_ERR_USAGE, "neurons > rows");
+    ctx->msg.text[0] = '\0', ctx->agreed_failure = DS_OK;
+    free(y);
+    data_free(ctx, &d);
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+static void test_gpu_against_cpu(ds_ctx *cpu, ds_ctx *gpu, uint64_t seed)
+{
+    struct {
+        int64_t rows, cols, neurons, budget;
+        int classes;
+        const char *what;
+    } cases[] = {
+        {20000, 10, 200, 0, 0, "regression (normal equations)"},
+        {3000, 40, 100, 0, 0, "regression (minimum norm)"},
+        {6000, 8, 300, 0, 3, "3 classes"},
+        {9000, 6, 150, 60000, 0, "small memory budget"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ann_opts o = {.neurons = cases[i].neurons, .seed = seed, .ridge = -1, .classes = cases[i].classes,
+                      .budget_bytes = cases[i].budget};
+        trained c = train_on(cpu, cases[i].rows, cases[i].cols, seed + 1, &o);
+        trained g = train_on(gpu, cases[i].rows, cases[i].cols, seed + 1, &o);
+        CHECK(c.rc == DS_OK && g.rc == DS_OK, "%s: cpu %s / cuda %s", cases[i].what, cpu->msg.text, gpu->msg.text);
+        if (c.rc == DS_OK && g.rc == DS_OK) {
+            double dw = test_rel_diff(g.m.W, c.m.W, c.m.neurons * (c.m.n + 1));
+            CHECK(dw <= 1e-9, "%s: W cuda vs cpu %.3e", cases[i].what, dw);
+            CHECK_EQ_INT(g.m.failed, c.m.failed, cases[i].what);
+            if (o.classes) {
+                CHECK(fabs(g.test.accuracy - c.test.accuracy) <= 2.0 / (double)cases[i].rows, "%s: accuracy %.5f vs %.5f",
+                      cases[i].what, g.test.accuracy, c.test.accuracy);
+            } else {
+                CHECK(fabs(g.test.r - c.test.r) <= 1e-7 && fabs(g.test.rmse - c.test.rmse) <= 1e-6 * (1 + c.test.rmse),
+                      "%s: test r %.10f vs %.10f, rmse %.6e vs %.6e", cases[i].what, g.test.r, c.test.r, g.test.rmse,
+                      c.test.rmse);
+            }
+            CHECK(strcmp(g.m.route, c.m.route) == 0, "%s: route %s vs %s", cases[i].what, g.m.route, c.m.route);
+        }
+        trained_free(&c), trained_free(&g);
+    }
+}
+
+static int gpus_for_all(void)
+{
+#ifdef DSOLVE_HAVE_CUDA
+    int rank, local, have, all;
+    MPI_Comm node;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    have = ds_cuda_device_count() >= local;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+#else
+    return 0;
+#endif
+}
+
+static int run_gpu(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (!gpus_for_all()) {
+        if (rank == 0)
+            printf("test_ann gpu: skipped: not every rank has a GPU of its own\n");
+        return 77;
+    }
+#ifdef DSOLVE_HAVE_CUDA
+    const char *env = getenv("DSOLVE_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_ann gpu: seed %llu (DSOLVE_TEST_SEED replays it)\n", (unsigned long long)seed);
+    ds_ctx cpu, gpu;
+    CHECK(ctx_open(&cpu, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", cpu.msg.text);
+    CHECK(ctx_open(&gpu, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", gpu.msg.text);
+    if (test_failures_ == 0) {
+        test_gpu_against_cpu(&cpu, &gpu, seed);
+        test_eigen_route(&gpu, &ann_ops_cuda);
+    }
+    ctx_close(&gpu);
+    ctx_close(&cpu);
+#endif
+    return test_finish("test_ann gpu");
+}
+
+static int run_cpu(void)
+{
+    ds_ctx world, self;
+    CHECK(ctx_open(&world, MPI_COMM_WORLD, "cpu") == DS_OK, "world ctx: %s", world.msg.text);
+    CHECK(ctx_open(&self, MPI_COMM_SELF, "cpu") == DS_OK, "self ctx: %s", self.msg.text);
+    self.quiet = 1;
+    if (test_failures_ == 0) {
+        test_rank_independence(&world, &self);
+        test_accuracy(&world);
+        test_eigen_route(&world, &ann_ops_cpu);
+        test_bad_targets(&world);
+    }
+    ctx_close(&self);
+    ctx_close(&world);
+    return test_finish("test_ann cpu");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rc = argc > 1 && strcmp(argv[1], "gpu") == 0 ? run_gpu() : run_cpu();
+    MPI_Finalize();
+    return rc;
+}
