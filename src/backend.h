@@ -78,6 +78,15 @@ typedef struct ds_backend {
     // In-place sum over ctx->comm of count doubles in backend memory (NCCL on CUDA, MPI on CPU). Queued.
     int (*allreduce_sum)(ds_ctx *ctx, double *buf, int64_t count);
 
+    // Personalized all-to-all of bytes in backend memory: send[sdispl[r] .. sdispl[r]+scount[r]) goes to
+    // rank r; recv[rdispl[r] .. rdispl[r]+rcount[r]) arrives from rank r. Counts and displacements are
+    // bytes (int64, any size: beyond 2^31 works). Every rank passes counts that match its peers' (exchange
+    // them first with MPI_Alltoall). Queued. The send and receive ranges must not overlap.
+    // CUDA: NCCL grouped ncclSend/ncclRecv (ncclChar) on the backend stream, zero-count pairs skipped,
+    // the self part by cudaMemcpyAsync. CPU: MPI on host memory, in pieces so int counts never overflow.
+    int (*alltoallv)(ds_ctx *ctx, const void *send, const int64_t *scount, const int64_t *sdispl, void *recv,
+                     const int64_t *rcount, const int64_t *rdispl);
+
     // out[b·batch² ...] = X_bᵀX_b for each column block b (columns b·batch .. min(n, (b+1)·batch) − 1),
     // an nb × nb block stored row-major with leading dimension batch. Local rows only (a partial sum).
     int (*block_grams)(ds_ctx *ctx, const ds_mat *X, int batch, double *out);
@@ -100,6 +109,11 @@ typedef struct ds_backend {
 } ds_backend;
 
 #define DS_MARKS 16
+
+// The CPU backend's alltoallv moves at most this many bytes per rank pair in one MPI message. Tests
+// make it small (environment DSOLVE_TEST_A2A_CHUNK, bytes, read when the backend opens) to exercise the
+// path that a count beyond int takes.
+#define DS_CPU_A2A_CHUNK ((int64_t)1 << 30)
 
 extern const ds_backend ds_backend_cpu;
 #ifdef DSOLVE_HAVE_CUDA

@@ -9,6 +9,7 @@
 
 typedef struct cpu_state {
     double marks[DS_MARKS];
+    int64_t a2a_chunk;  // bytes per MPI message of alltoallv (DS_CPU_A2A_CHUNK unless a test sets it)
     double *scratch;  // float rows converted to double, and per-chunk products
     size_t scratch_len;
 } cpu_state;
@@ -17,9 +18,20 @@ static cpu_state *cpu_st(ds_ctx *ctx) { return (cpu_state *)ctx->be_state; }
 
 static int cpu_open(ds_ctx *ctx)
 {
-    ctx->be_state = calloc(1, sizeof(cpu_state));
-    if (!ctx->be_state)
+    cpu_state *st = calloc(1, sizeof(cpu_state));
+    ctx->be_state = st;
+    if (!st)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    st->a2a_chunk = DS_CPU_A2A_CHUNK;
+    const char *s = getenv("DSOLVE_TEST_A2A_CHUNK");
+    if (s && *s) {
+        char *end = NULL;
+        long long v = strtoll(s, &end, 10);
+        if (*end != '\0' || v < 1 || v > DS_CPU_A2A_CHUNK)
+            return ds_fail(&ctx->msg, DS_ERR_USAGE, "DSOLVE_TEST_A2A_CHUNK must be bytes in 1 .. %lld, not \"%s\"",
+                           (long long)DS_CPU_A2A_CHUNK, s);
+        st->a2a_chunk = v;
+    }
     return DS_OK;
 }
 
@@ -104,6 +116,57 @@ static int cpu_allreduce_sum(ds_ctx *ctx, double *buf, int64_t count)
         done += part;
     }
     return DS_OK;
+}
+
+// One round of alltoallv: piece k (bytes k·chunk .. (k+1)·chunk) of every pair that has one. Both sides
+// of a pair agree on whether the piece exists because their counts match. Returns 1 in *more when some
+// pair of this rank has a later piece.
+static int cpu_a2a_round(ds_ctx *ctx, const char *send, const int64_t *scount, const int64_t *sdispl, char *recv,
+                         const int64_t *rcount, const int64_t *rdispl, int64_t k, MPI_Request *req, int *more)
+{
+    const int64_t chunk = cpu_st(ctx)->a2a_chunk, off = k * chunk;
+    int nreq = 0;
+    *more = 0;
+    for (int r = 0; r < ctx->nranks; r++) {
+        if (r == ctx->rank)
+            continue;
+        if (rcount[r] > off) {
+            int part = (int)(rcount[r] - off < chunk ? rcount[r] - off : chunk);
+            *more |= rcount[r] - off > chunk;
+            if (MPI_Irecv(recv + rdispl[r] + off, part, MPI_BYTE, r, 71, ctx->comm, &req[nreq++]) != MPI_SUCCESS)
+                return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "MPI_Irecv failed on rank %d", ctx->rank);
+        }
+        if (scount[r] > off) {
+            int part = (int)(scount[r] - off < chunk ? scount[r] - off : chunk);
+            *more |= scount[r] - off > chunk;
+            if (MPI_Isend(send + sdispl[r] + off, part, MPI_BYTE, r, 71, ctx->comm, &req[nreq++]) != MPI_SUCCESS)
+                return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "MPI_Isend failed on rank %d", ctx->rank);
+        }
+    }
+    if (MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "MPI_Waitall in alltoallv failed on rank %d", ctx->rank);
+    return DS_OK;
+}
+
+// Point-to-point in rounds of at most one piece per pair, so no MPI count exceeds int and at most
+// 2·(p − 1) requests are open. A rank with fewer pieces than a peer leaves the loop early; the peer's
+// later rounds then only involve ranks that still have pieces.
+static int cpu_alltoallv(ds_ctx *ctx, const void *send, const int64_t *scount, const int64_t *sdispl, void *recv,
+                         const int64_t *rcount, const int64_t *rdispl)
+{
+    DS_ASSERT(scount[ctx->rank] == rcount[ctx->rank]);
+    if (scount[ctx->rank] > 0)
+        memcpy((char *)recv + rdispl[ctx->rank], (const char *)send + sdispl[ctx->rank], (size_t)scount[ctx->rank]);
+    if (ctx->nranks == 1)
+        return DS_OK;
+    MPI_Request *req = malloc(2 * (size_t)ctx->nranks * sizeof *req);
+    if (!req)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = DS_OK, more = 1;
+    for (int64_t k = 0; more && rc == DS_OK; k++)
+        rc = cpu_a2a_round(ctx, send, scount, sdispl, recv, rcount, rdispl, k, req, &more);
+    free(req);
+    return rc;
 }
 
 // Rows r0 .. r0+nr−1, columns c0 .. c0+nc−1 of X as doubles: a pointer into X itself when it holds
@@ -294,6 +357,7 @@ const ds_backend ds_backend_cpu = {
     .mark = cpu_mark,
     .elapsed = cpu_elapsed,
     .allreduce_sum = cpu_allreduce_sum,
+    .alltoallv = cpu_alltoallv,
     .block_grams = cpu_block_grams,
     .grad_update = cpu_grad_update,
     .block_step = cpu_block_step,

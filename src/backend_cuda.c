@@ -373,6 +373,46 @@ static int cuda_allreduce_sum(ds_ctx *ctx, double *buf, int64_t count)
     return DS_OK;
 }
 
+// The self part by a device copy, the rest by one NCCL group of send/recv pairs (ncclChar, size_t
+// counts, so any size); pairs with nothing to move are left out of the group.
+static int cuda_alltoallv(ds_ctx *ctx, const void *send, const int64_t *scount, const int64_t *sdispl, void *recv,
+                          const int64_t *rcount, const int64_t *rdispl)
+{
+    cuda_state *st = state(ctx);
+    const int me = ctx->rank;
+    DS_ASSERT(scount[me] == rcount[me]);
+    if (scount[me] > 0)
+        CUDA_CHECK(ctx, cudaMemcpyAsync((char *)recv + rdispl[me], (const char *)send + sdispl[me], (size_t)scount[me],
+                                        cudaMemcpyDeviceToDevice, st->stream));
+    if (ctx->nranks == 1)
+        return DS_OK;
+    if (!st->nccl)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME,
+                       "nccl: the communicator was aborted after an earlier failure (rank %d)", ctx->rank);
+    NCCL_CHECK(ctx, ncclGroupStart());
+    for (int r = 0; r < ctx->nranks; r++) {
+        if (r == me)
+            continue;
+        if (scount[r] > 0) {
+            ncclResult_t rc = ncclSend((const char *)send + sdispl[r], (size_t)scount[r], ncclChar, r, st->nccl,
+                                       st->stream);
+            if (rc != ncclSuccess) {
+                (void)ncclGroupEnd();
+                return cuda_failed(ctx, "ncclSend", ncclGetErrorString(rc), __FILE__, __LINE__);
+            }
+        }
+        if (rcount[r] > 0) {
+            ncclResult_t rc = ncclRecv((char *)recv + rdispl[r], (size_t)rcount[r], ncclChar, r, st->nccl, st->stream);
+            if (rc != ncclSuccess) {
+                (void)ncclGroupEnd();
+                return cuda_failed(ctx, "ncclRecv", ncclGetErrorString(rc), __FILE__, __LINE__);
+            }
+        }
+    }
+    NCCL_CHECK(ctx, ncclGroupEnd());
+    return DS_OK;
+}
+
 const ds_backend ds_backend_cuda = {
     .name = "cuda",
     .host_memory = 0,
@@ -389,6 +429,7 @@ const ds_backend ds_backend_cuda = {
     .mark = cuda_mark,
     .elapsed = cuda_elapsed,
     .allreduce_sum = cuda_allreduce_sum,
+    .alltoallv = cuda_alltoallv,
     .block_grams = cuda_block_grams,
     .grad_update = cuda_grad_update,
     .block_step = cuda_block_step,
