@@ -426,3 +426,10 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }
+
+// For io/h5io_keys.c (declared in h5io_internal.h).
+int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg) { return open_ro(path, file, msg); }
+int h5i_check_links(hid_t file, const char *path, const char *name, ds_msg *msg)
+{
+    return check_links(file, path, name, msg);
+}

@@ -1,7 +1,9 @@
 // h5io_internal.h: what h5io.c (validation, reading) and h5io_write.c share: limits and the helpers
-// that close handles, normalise names, walk links and move row blocks. Only those two include it.
+// that close handles, normalise names, walk links and move row blocks. Only those two and
+// h5io_keys.c include it.
 // provides: NAME_MAX_LEN, CHUNK_BYTES, XFER_BYTES, LINKS_*, h5i_quiet, h5i_close_obj, h5i_close_space, h5i_close_type, h5i_close_plist,
-//           h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range
+//           h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
+//           h5i_open_ro, h5i_check_links
 #ifndef DS_H5IO_INTERNAL_H
 #define DS_H5IO_INTERNAL_H
 
@@ -29,6 +31,8 @@ int h5i_norm_name(const char *path, const char *name, char *out, ds_msg *msg);
 int h5i_walk_links(hid_t file, const char *name, char *bad);
 herr_t h5i_xfer_rows(hid_t dset, int write, int64_t row0, int64_t nrows, int64_t cols,
                         hid_t mtype, void *buf);
+int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg);  // exists, readable, HDF5
+int h5i_check_links(hid_t file, const char *path, const char *name, ds_msg *msg);  // hard links only
 int h5i_check_range(const char *path, const char *name, const int64_t dims[2], int64_t row0,
                        int64_t nrows, int64_t cols, ds_msg *msg);
 
