@@ -429,7 +429,8 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
     return h5i_close_file(file, path, rc, msg);
 }
 
-// What other io/ files (h5io_labels.c) use of the checks above; see h5io_internal.h.
+// What other io/ files (h5io_labels.c, h5io_keys.c, h5io_model.c) use of the checks above; see
+// h5io_internal.h.
 int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg)
 {
     return open_ro(path, file, msg);

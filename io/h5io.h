@@ -5,7 +5,8 @@
 // provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
 //           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows,
-//           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num
+//           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num,
+//           h5io_probe_keys, h5io_read_keys, h5io_create_keys, h5io_write_keys
 #ifndef DS_H5IO_H
 #define DS_H5IO_H
 
@@ -91,6 +92,21 @@ int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t 
 
 // Reads the scalar numeric attribute attr of the 2-D dataset `dataset` (DS_ERR_INPUT when missing).
 int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, double *value, ds_msg *msg);
+
+// ---------------------------------------------------------------------------------------------------
+// 1-D key datasets (io/h5io_keys.c), for `dsolve sort`. Types in the numbering of sort_dtype.
+enum h5io_key_type { H5IO_KEY_I32, H5IO_KEY_I64, H5IO_KEY_U32, H5IO_KEY_U64, H5IO_KEY_F32, H5IO_KEY_F64 };
+
+// Validates a 1-D dataset of keys or values: found through hard links only, a dataset, 1-D, not
+// empty, integer or float of 4 or 8 bytes. *type and *n describe it. DS_ERR_INPUT otherwise.
+int h5io_probe_keys(const char *path, const char *name, int *type, int64_t *n, ds_msg *msg);
+// Reads elements row0 .. row0+n−1 as type (HDF5 converts when the stored type differs).
+int h5io_read_keys(const char *path, const char *name, int type, int64_t row0, int64_t n, void *out, ds_msg *msg);
+// Creates path (create 1; else opens it) with a 1-D dataset name of type and n elements (n ≥ 1).
+int h5io_create_keys(const char *path, int create, const char *name, int type, int64_t n, ds_msg *msg);
+// Writes elements row0 .. row0+n−1 of the existing 1-D dataset name from data of type.
+int h5io_write_keys(const char *path, const char *name, int type, int64_t row0, int64_t n, const void *data,
+                    ds_msg *msg);
 
 // "HDF5 1.10.8" into buf.
 void h5io_version(char *buf, size_t len);

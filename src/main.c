@@ -16,6 +16,7 @@ static const ds_command commands[] = {
     {"gen", cmd_gen, "write a least-squares or network test problem to HDF5"},
     {"ann", cmd_ann, "train the least-squares network (neurons sharded across ranks)"},
     {"predict", cmd_predict, "apply a network written by dsolve ann"},
+    {"sort", cmd_sort, "distributed sample sort of a 1-D HDF5 dataset or generated keys"},
 };
 
 static void usage(FILE *f)
