@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh: installs dsolve's build and test dependencies on Debian or Ubuntu with apt, when
 # any is missing: compilers, CMake, Open MPI, serial HDF5, OpenBLAS with LAPACKE, and python3 with
-# numpy and h5py (for the tests and the peer scripts). The CUDA toolkit (with NCCL) is not installed
+# numpy and h5py (for the tests and the peer scripts), zlib (the IDX reader) and Fashion-MNIST
+# (dataset-fashion-mnist: the logistic-regression test). The CUDA toolkit (with NCCL) is not installed
 # here; when /usr/local/cuda is present the CUDA backend is built too.
 set -euo pipefail
 
@@ -14,6 +15,8 @@ ls /usr/lib/x86_64-linux-gnu/libopenblas.so* /usr/lib/*/libopenblas.so* >/dev/nu
 [ -e /usr/include/lapacke.h ] || need+=(liblapacke-dev)
 /usr/bin/python3 -c "import numpy, h5py" 2>/dev/null || need+=(python3-numpy python3-h5py)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
+[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
