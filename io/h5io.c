@@ -426,3 +426,31 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }
+
+// What other io/ files (h5io_labels.c) use of the checks above; see h5io_internal.h.
+int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg)
+{
+    return open_ro(path, file, msg);
+}
+
+int h5i_check_links(hid_t file, const char *path, const char *name, ds_msg *msg)
+{
+    return check_links(file, path, name, msg);
+}
+
+int h5i_open_float_dataset(hid_t file, const char *path, const char *name, int rank, hid_t *dset, int64_t dims[2],
+                           int *f32, ds_msg *msg)
+{
+    return open_float_dataset(file, path, name, rank, dset, dims, f32, msg);
+}
+
+int h5i_check_shape(hid_t dset, const char *path, const char *name, int rank, int64_t dims[2], ds_msg *msg)
+{
+    return check_shape(dset, path, name, rank, dims, msg);
+}
+
+int h5i_read_float_rows(hid_t file, const char *path, const char *name, int64_t row0, int64_t nrows, int64_t cols,
+                        int f32, void *buf, ds_msg *msg)
+{
+    return read_checked(file, path, name, row0, nrows, cols, f32, buf, msg);
+}

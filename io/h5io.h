@@ -4,7 +4,7 @@
 // the caller renames (h5io_commit) only once every rank has succeeded.
 // provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
-//           h5io_has_dataset, h5io_output_dir_ok, h5io_version
+//           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows
 #ifndef DS_H5IO_H
 #define DS_H5IO_H
 
@@ -76,5 +76,14 @@ void h5io_discard(const char *tmp_path);
 
 // "HDF5 1.10.8" into buf.
 void h5io_version(char *buf, size_t len);
+
+// A labelled set (h5io_labels.c): X (rows × cols, float32 or float64) and labels (rows, any integer
+// type). probe checks as h5io_probe_lsq does, with an integer 1-D labels dataset (info->y_f32 is 0).
+int h5io_probe_labelled(const char *path, const char *xname, const char *lname, h5io_lsq_info *info, ds_msg *msg);
+
+// Reads rows row0 .. row0+nrows−1 of X (float when x_f32, else double; NaN or Inf refused as in
+// h5io_read_lsq_rows) and of labels as int32 (values beyond int32 fail). Label ranges are the caller's.
+int h5io_read_labelled_rows(const char *path, const char *xname, const char *lname, int64_t row0, int64_t nrows,
+                            int64_t cols, int x_f32, void *X, int32_t *labels, ds_msg *msg);
 
 #endif
