@@ -14,6 +14,7 @@ typedef struct ds_command {
 static const ds_command commands[] = {
     {"solve", cmd_solve, "SolveBak least squares on an HDF5 input or the built-in problem"},
     {"gen", cmd_gen, "write a least-squares test problem to HDF5"},
+    {"logreg", cmd_logreg, "multi-class logistic regression (Fashion-MNIST IDX or HDF5)"},
 };
 
 static void usage(FILE *f)
