@@ -30,6 +30,7 @@ static const ds_opt logreg_table[] = {
     {"samples", OPT_STRING, "all", "N[,N...]", 0, 0, "training-set sizes (the first N items), e.g. 60,600,6000,60000; a row each"},
     {"precision", OPT_CHOICE, "f32", "f32|f64", 0, 0, "storage of X and the GEMMs (the loss, gradient sums and optimiser stay f64)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the objective by iteration (one line per size)"},
+    {"repeat", OPT_INT, "1", "R", 1, 1000, "with R > 1: one warm-up training, then R timed ones; the median time is reported"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -110,6 +111,19 @@ static const char *optimizer_name(int o)
     return o == LR_GD ? "gd" : o == LR_NESTEROV ? "nesterov" : "lbfgs";
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+// The median of v[0 .. n−1] (n ≥ 1); v is sorted.
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // One size: load its rows, train, evaluate on the training rows and on the test set.
 static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t samples, lr_row *row, char *src,
                       size_t len)
@@ -120,7 +134,17 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
             model_name(r->o.model), optimizer_name(r->o.optimizer), r->o.iters);
     row->samples = train.rows_global;
     row->features = train.cols - 1;
-    int rc = logreg_train(ctx, &train, &r->o, &row->res);
+    const int reps = (int)opts_int(&r->args, "repeat");
+    double times[1000];
+    int rc = DS_OK;
+    for (int i = reps > 1 ? -1 : 0; rc == DS_OK && i < reps; i++) {
+        logreg_result_free(&row->res);
+        rc = logreg_train(ctx, &train, &r->o, &row->res);
+        if (i >= 0)
+            times[i] = row->res.seconds;
+    }
+    if (rc == DS_OK)
+        row->res.seconds = median(times, reps);
     row->test_accuracy = row->test_loss = NAN;
     if (rc == DS_OK && test->rows_global > 0) {
         if (test->cols != train.cols)
@@ -167,6 +191,7 @@ static void logreg_json(const ds_ctx *ctx, const lr_run *r, const lr_row *rows, 
     json_num(&j, "seconds", last->res.seconds);
     json_num(&j, "seconds_per_iteration", last->res.iters ? last->res.seconds / last->res.iters : NAN);
     json_num(&j, "total_seconds", total);
+    json_int(&j, "repeat", opts_int(&r->args, "repeat"));
     json_nums(&j, "loss_history", last->res.loss, last->res.iters + 1);
     json_nums(&j, "sweep_samples", v[0], n);
     json_nums(&j, "sweep_train_accuracy", v[1], n);
