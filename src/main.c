@@ -17,6 +17,7 @@ static const ds_command commands[] = {
     {"ann", cmd_ann, "train the least-squares network (neurons sharded across ranks)"},
     {"predict", cmd_predict, "apply a network written by dsolve ann"},
     {"sort", cmd_sort, "distributed sample sort of a 1-D HDF5 dataset or generated keys"},
+    {"logreg", cmd_logreg, "multi-class logistic regression (Fashion-MNIST IDX or HDF5)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,287 @@
+// test_logreg.c: logistic regression on fresh random data (seed printed; DSOLVE_TEST_SEED replays it).
+//   test_logreg cpu: the CPU ops against a plain reference written here (objective and gradient at a
+//     random W, gd and Nesterov iterates), and the distributed run over all ranks against one rank
+//     holding every row (rank-count independence) for every optimiser, model and precision.
+//   test_logreg gpu: the CUDA ops against the CPU ops over the same ranks, for every optimiser, model
+//     and precision; exits 77 (skipped) where the ranks have no GPU of their own.
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "logreg.h"
+#include "rng.h"
+
+enum { M = 1500, F = 40, K = 5, D = F + 1, DK = D * K };
+static uint64_t seed_;
+
+// Row i of the global problem: features in [0, 1), the bias 1, a label from a random linear model
+// with noise, so that the classes overlap and the optimum is finite.
+static void make_row(int64_t i, double *x, int32_t *label)
+{
+    double best = -1e300;
+    for (int j = 0; j < F; j++)
+        x[j] = rng_uniform(seed_, 1, (uint64_t)(i * F + j));
+    x[F] = 1.0;
+    for (int k = 0; k < K; k++) {
+        double z = 2.0 * rng_normal(seed_, 3, (uint64_t)(i * K + k));
+        for (int j = 0; j < F; j++)
+            z += x[j] * (rng_uniform(seed_, 2, (uint64_t)(j * K + k)) - 0.5) * 8.0;
+        if (z > best) {
+            best = z;
+            *label = k;
+        }
+    }
+}
+
+// The rows row0 .. row0+rows−1 in ctx's backend memory.
+static void make_set(ds_ctx *ctx, int64_t row0, int64_t rows, int f32, lr_set *s)
+{
+    CHECK(logreg_set_alloc(ctx, s, rows, D, f32) == DS_OK, "alloc: %s", ctx->msg.text);
+    s->rows_global = M;
+    s->row0 = row0;
+    double *x = malloc((size_t)(rows * D + 1) * sizeof(double));
+    float *xf = malloc((size_t)(rows * D + 1) * sizeof(float));
+    int32_t *y = malloc((size_t)(rows + 1) * sizeof(int32_t));
+    for (int64_t i = 0; i < rows; i++)
+        make_row(row0 + i, x + i * D, y + i);
+    for (int64_t i = 0; i < rows * D; i++)
+        xf[i] = (float)x[i];
+    CHECK(ctx->be->upload(ctx, s->X, f32 ? (void *)xf : (void *)x, (size_t)(rows * D) * (f32 ? 4 : 8)) == DS_OK, "upload");
+    CHECK(ctx->be->upload(ctx, s->labels, y, (size_t)rows * sizeof(int32_t)) == DS_OK, "upload labels");
+    free(x);
+    free(xf);
+    free(y);
+}
+
+static void make_local(ds_ctx *ctx, int f32, lr_set *s)
+{
+    int64_t base = M / ctx->nranks, extra = M % ctx->nranks;
+    int64_t rows = base + (ctx->rank < extra), row0 = ctx->rank * base + (ctx->rank < extra ? ctx->rank : extra);
+    make_set(ctx, row0, rows, f32, s);
+}
+
+// The reference objective and gradient over all M rows, in plain double loops.
+static double ref_eval(const double *W, int model, double l2, double *g)
+{
+    double f = 0, x[D];
+    memset(g, 0, DK * sizeof(double));
+    for (int64_t i = 0; i < M; i++) {
+        int32_t y;
+        make_row(i, x, &y);
+        double z[K], mx = -1e300, sum = 0;
+        for (int k = 0; k < K; k++) {
+            z[k] = 0;
+            for (int j = 0; j < D; j++)
+                z[k] += x[j] * W[j * K + k];
+            mx = z[k] > mx ? z[k] : mx;
+        }
+        for (int k = 0; k < K; k++)
+            sum += exp(z[k] - mx);
+        for (int k = 0; k < K; k++) {
+            double r;
+            if (model == LR_SOFTMAX) {
+                r = exp(z[k] - mx) / sum - (k == y);
+            } else {
+                const double s = 1.0 / (1.0 + exp(-z[k]));
+                f -= (k == y) ? log(s) : log(1.0 - s);
+                r = s - (k == y);
+            }
+            for (int j = 0; j < D; j++)
+                g[j * K + k] += x[j] * r / M;
+        }
+        if (model == LR_SOFTMAX)
+            f += mx + log(sum) - z[y];
+    }
+    f /= M;
+    for (int i = 0; i < (D - 1) * K; i++) {
+        f += 0.5 * l2 * W[i] * W[i];
+        g[i] += l2 * W[i];
+    }
+    return f;
+}
+
+static void random_w(double *W, uint64_t stream)
+{
+    for (int i = 0; i < DK; i++)
+        W[i] = rng_uniform(seed_, stream, (uint64_t)i) - 0.5;
+}
+
+// The CPU ops' pass + allreduce + finish at a random W against ref_eval.
+static void test_eval_vs_ref(ds_ctx *ctx, int model, int f32)
+{
+    lr_set s;
+    make_local(ctx, f32, &s);
+    lr_opts o = {.model = model, .classes = K, .l2 = 0.01};
+    lr_work w = {.rows_max = s.rows, .cols = D, .classes = K, .model = model, .f32 = f32, .l2 = o.l2, .inv_n = 1.0 / M};
+    double W[DK], g[DK], gref[DK], gbuf[DK + 2], out[2];
+    random_w(W, 7);
+    CHECK(lr_ops_cpu.open(ctx, &w) == DS_OK, "open");
+    lr_ops_cpu.pass(ctx, &w, &s, W, 1, gbuf);
+    ctx->be->allreduce_sum(ctx, gbuf, DK + 2);
+    lr_ops_cpu.finish(ctx, &w, gbuf, W, g, out, NULL);
+    lr_ops_cpu.close(ctx, &w);
+    const double f = ref_eval(W, model, o.l2, gref), tol = f32 ? 1e-5 : 1e-12;
+    CHECK(fabs(out[0] - f) <= tol * fabs(f), "model %d f32 %d: objective %.15g, reference %.15g", model, f32, out[0], f);
+    const double d = test_rel_diff(g, gref, DK);
+    CHECK(d <= (f32 ? 1e-4 : 1e-11), "model %d f32 %d: gradient differs from the reference by %.3e", model, f32, d);
+    logreg_set_free(ctx, &s);
+}
+
+// gd and Nesterov iterates from the reference gradient, against logreg_train.
+static void test_first_order_vs_ref(ds_ctx *ctx, int optimizer, int model)
+{
+    lr_set s;
+    make_local(ctx, 0, &s);
+    lr_opts o = {.model = model, .optimizer = optimizer, .iters = 6, .classes = K, .lr = 0.5, .l2 = 0.01};
+    lr_result res;
+    CHECK(logreg_train(ctx, &s, &o, &res) == DS_OK, "train: %s", ctx->msg.text);
+    double x[DK] = {0}, y[DK] = {0}, g[DK], t = 1, f0 = 0;
+    for (int it = 0; it < o.iters; it++) {
+        const double f = ref_eval(y, model, o.l2, g);
+        if (it == 0)
+            f0 = f;
+        CHECK(fabs(res.loss[it] - f) <= 1e-12 * f, "opt %d model %d: objective at iteration %d %.15g, reference %.15g",
+              optimizer, model, it, res.loss[it], f);
+        if (optimizer == LR_GD) {
+            for (int i = 0; i < DK; i++)
+                y[i] -= o.lr * g[i];
+            continue;
+        }
+        double restart = 0, xn[DK];
+        for (int i = 0; i < DK; i++) {
+            xn[i] = y[i] - o.lr * g[i];
+            restart += (y[i] - xn[i]) * (xn[i] - x[i]);
+        }
+        const double t0 = restart > 0 ? 1 : t, t1 = 0.5 * (1 + sqrt(1 + 4 * t0 * t0));
+        for (int i = 0; i < DK; i++) {
+            y[i] = xn[i] + (t0 - 1) / t1 * (xn[i] - x[i]);
+            x[i] = xn[i];
+        }
+        t = t1;
+    }
+    const double d = test_rel_diff(res.W, optimizer == LR_GD ? y : x, DK);
+    CHECK(d <= 1e-11, "opt %d model %d: weights differ from the reference iterates by %.3e", optimizer, model, d);
+    CHECK(res.loss[o.iters] < f0, "opt %d: objective %.6g did not fall below %.6g", optimizer, res.loss[o.iters], f0);
+    logreg_result_free(&res);
+    logreg_set_free(ctx, &s);
+}
+
+// Trains the same problem on ctx (rows spread over its ranks) and returns the result.
+static void train_on(ds_ctx *ctx, int all_rows, const lr_opts *o, int f32, lr_result *res)
+{
+    lr_set s;
+    if (all_rows)
+        make_set(ctx, 0, M, f32, &s);
+    else
+        make_local(ctx, f32, &s);
+    CHECK(logreg_train(ctx, &s, o, res) == DS_OK, "train on %s: %s", ctx->be->name, ctx->msg.text);
+    logreg_set_free(ctx, &s);
+}
+
+// a (the distributed or device run) against b (one rank, or the CPU): objective history and weights.
+static void compare_runs(const lr_result *a, const lr_result *b, double tol, const char *what, const lr_opts *o, int f32)
+{
+    CHECK(a->iters == b->iters, "%s (opt %d model %d f32 %d): %d iterations against %d", what, o->optimizer, o->model,
+          f32, a->iters, b->iters);
+    const int n = (a->iters < b->iters ? a->iters : b->iters) + 1;
+    const double dl = test_rel_diff(a->loss, b->loss, n), dw = test_rel_diff(a->W, b->W, DK);
+    CHECK(dl <= tol && dw <= 10 * tol, "%s (opt %d model %d f32 %d): objective history differs by %.3e, weights by %.3e (tol %.0e)",
+          what, o->optimizer, o->model, f32, dl, dw, tol);
+    CHECK(fabs(a->train_accuracy - b->train_accuracy) <= 2.0 / M, "%s: train accuracy %.6f against %.6f",
+          what, a->train_accuracy, b->train_accuracy);
+}
+
+static void test_cpu(ds_ctx *world, ds_ctx *self)
+{
+    for (int model = 0; model <= 1; model++)
+        for (int f32 = 0; f32 <= 1; f32++)
+            test_eval_vs_ref(world, model, f32);
+    for (int model = 0; model <= 1; model++) {
+        test_first_order_vs_ref(world, LR_GD, model);
+        test_first_order_vs_ref(world, LR_NESTEROV, model);
+    }
+    for (int opt = 0; opt <= 2; opt++)
+        for (int f32 = 0; f32 <= 1; f32++) {
+            lr_opts o = {.model = opt == 1 ? LR_OVR : LR_SOFTMAX, .optimizer = opt, .iters = 25, .classes = K, .lr = 0.5, .l2 = 1e-3};
+            lr_result a, b = {0};
+            train_on(world, 0, &o, f32, &a);
+            if (world->rank == 0) {
+                train_on(self, 1, &o, f32, &b);
+                // f32 sums in another order differ by ~1e-7; L-BFGS's curvature pairs amplify that.
+                compare_runs(&a, &b, f32 ? (opt == LR_LBFGS ? 1e-3 : 1e-5) : 1e-11, "ranks against one rank", &o, f32);
+                if (opt == LR_LBFGS)
+                    CHECK(a.loss[a.iters] < 0.9 * a.loss[0], "lbfgs: objective %.6g from %.6g", a.loss[a.iters], a.loss[0]);
+            }
+            logreg_result_free(&a);
+            logreg_result_free(&b);
+        }
+}
+
+static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
+{
+    for (int opt = 0; opt <= 2; opt++)
+        for (int model = 0; model <= 1; model++)
+            for (int f32 = 0; f32 <= 1; f32++) {
+                lr_opts o = {.model = model, .optimizer = opt, .iters = 30, .classes = K, .lr = 0.5, .l2 = 1e-3};
+                lr_result a, b;
+                train_on(gpu, 0, &o, f32, &a);
+                train_on(cpu, 0, &o, f32, &b);
+                const double tol = opt == LR_LBFGS ? (f32 ? 1e-3 : 1e-8) : (f32 ? 1e-4 : 1e-9);
+                compare_runs(&a, &b, tol, "cuda against cpu", &o, f32);
+                logreg_result_free(&a);
+                logreg_result_free(&b);
+            }
+}
+
+static int gpus_for_all(void)
+{
+#ifdef DSOLVE_HAVE_CUDA
+    MPI_Comm node;
+    int rank, local, have, all;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+    have = ds_cuda_device_count() >= local;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+#else
+    return 0;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
+    if (gpu && !gpus_for_all()) {
+        if (rank == 0)
+            printf("test_logreg gpu: skipped: not every rank has a GPU of its own\n");
+        MPI_Finalize();
+        return 77;
+    }
+    const char *env = getenv("DSOLVE_TEST_SEED");
+    seed_ = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    MPI_Bcast(&seed_, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_logreg %s: seed %llu (DSOLVE_TEST_SEED replays it)\n", gpu ? "gpu" : "cpu", (unsigned long long)seed_);
+    ds_ctx a, b;
+    CHECK(ctx_open(&a, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", a.msg.text);
+    if (gpu) {
+        CHECK(ctx_open(&b, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", b.msg.text);
+        if (test_failures_ == 0)
+            test_gpu(&a, &b);
+    } else {
+        CHECK(ctx_open(&b, MPI_COMM_SELF, "cpu") == DS_OK, "self ctx: %s", b.msg.text);
+        if (test_failures_ == 0)
+            test_cpu(&a, &b);
+    }
+    ctx_close(&b);
+    ctx_close(&a);
+    int rc = test_finish("test_logreg");
+    MPI_Finalize();
+    return rc;
+}
