@@ -23,7 +23,8 @@ static const ds_opt ann_table[] = {
     {"subset", OPT_INT, "0", "S", 0, 1e15, "rows each neuron is fitted on (0: rows / neurons)"},
     {"ridge", OPT_DOUBLE, NULL, "L", 0, 1e300, "lambda of the output layer (default: 1e-10 x the mean diagonal of H'H)"},
     {"seed", OPT_INT, "0", "S", 0, 9e18, "seed of the subsets (and of the built-in problem: test set seed + 1)"},
-    {"rows", OPT_INT, "100000", "M", 1, 1e15, "rows of the built-in problem (train and test)"},
+    {"rows", OPT_INT, "100000", "M", 1, 1e15, "rows of the built-in problem's training set"},
+    {"test-rows", OPT_INT, NULL, "M", 1, 1e15, "rows of the built-in problem's test set (default: --rows)"},
     {"cols", OPT_INT, "10", "N", 1, 1e6, "inputs of the built-in problem"},
     {"noise", OPT_DOUBLE, "0", "SIGMA", 0, 1e300, "noise added to the built-in problem's y"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write the model: /W, /V and attributes (atomically)"},
@@ -73,8 +74,9 @@ static int ann_parse(int argc, char **argv, ann_run *r, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "--classes 1 is not a classification: give 2 or more, or 0 for regression");
     if (r->o.classes && !opts_given(a, "input") && !opts_given(a, "idx"))
         return ds_fail(msg, DS_ERR_USAGE, "--classes needs a labelled set: --input F.h5 (with --labels) or --idx DIR");
-    if ((opts_given(a, "input") || opts_given(a, "idx")) && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "noise")))
-        return ds_fail(msg, DS_ERR_USAGE, "--rows, --cols and --noise describe the built-in problem; not with --input");
+    if ((opts_given(a, "input") || opts_given(a, "idx")) && (opts_given(a, "rows") || opts_given(a, "test-rows") || opts_given(a, "cols") ||
+                                                              opts_given(a, "noise")))
+        return ds_fail(msg, DS_ERR_USAGE, "--rows, --test-rows, --cols and --noise describe the built-in problem; not with --input");
     if (!opts_given(a, "input") && opts_given(a, "test"))
         return ds_fail(msg, DS_ERR_USAGE, "--test goes with --input (the built-in problem makes its own test set)");
     return DS_OK;
@@ -104,6 +106,7 @@ static int ann_load(ds_ctx *ctx, ann_run *r)
     DS_CHECK(data_gen_lsq(ctx, &p, 0, &r->train));
     snprintf(r->train.source, sizeof r->train.source, "built-in problem (seed %llu)", (unsigned long long)p.seed);
     p.seed++;
+    p.rows = opts_given(a, "test-rows") ? opts_int(a, "test-rows") : p.rows;
     r->has_test = 1;
     DS_CHECK(data_gen_lsq(ctx, &p, 0, &r->test));
     snprintf(r->test.source, sizeof r->test.source, "built-in test set (seed %llu)", (unsigned long long)p.seed);
