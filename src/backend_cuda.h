@@ -1,6 +1,7 @@
 // backend_cuda.h: what the two files of the CUDA backend share (backend_cuda.c: runtime, memory,
 // waits, collectives; backend_cuda_ops.c: Gram products and SolveBak ops): its state, the error checks, and the
-// functions they call across. Included only by those two files.
+// functions they call across. Included only by those two files and by src/bench_cuda.c (the benchmark's
+// GPU operations run on the backend's stream and cuBLAS handle).
 // provides: cuda_state, state, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
 //           scratch_reserve, cuda_block_grams, cuda_gram, cuda_grad_update, cuda_block_step, cuda_gram_sweeps
 #ifndef DS_BACKEND_CUDA_H

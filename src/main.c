@@ -14,6 +14,8 @@ typedef struct ds_command {
 static const ds_command commands[] = {
     {"solve", cmd_solve, "SolveBak least squares on an HDF5 input or the built-in problem"},
     {"gen", cmd_gen, "write a least-squares test problem to HDF5"},
+    {"bench", cmd_bench, "time CPU against GPU (matmul, add, solve, all), checked, with resources"},
+    {"info", cmd_info, "ranks, hosts, GPUs, memory and library versions"},
 };
 
 static void usage(FILE *f)
