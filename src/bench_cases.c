@@ -40,7 +40,7 @@ static void split_rows(const bench_run *b, int64_t global, int64_t *row0, int64_
 static int split_ok(const bench_run *b, const char *what, int64_t global, ds_msg *msg)
 {
     if (!b->weak && global < b->cpu.nranks)
-        return ds_fail(msg, DS_ERR_INPUT, "bench %s: %lld is fewer than the %d ranks (strong scaling splits it)",
+        return ds_fail(msg, DS_ERR_INPUT, "bench %s = %lld is fewer than the %d ranks (strong scaling splits it over them)",
                        what, (long long)global, b->cpu.nranks);
     return DS_OK;
 }
