@@ -276,7 +276,7 @@ int bench_out_svg(const bench_run *b, const bench_result *res, const char *path,
              b->cpu.nranks, b->cpu.nranks > 1 ? "s" : "", b->have_gpu ? "" : ", CPU only");
     snprintf(ref, sizeof ref, "GPU ref: %.40s", res->c->ref_label);
     ds_series s[4] = {{"CPU (OpenBLAS)", x, cpu, n}, {"GPU", x, gpu, n}};
-    int ns = 2;
+    int ns = b->have_gpu ? 2 : 1;
     if (b->have_gpu && res->c->ref_label[0])
         s[ns++] = (ds_series){ref, x, refs, n};
     if (b->peer)

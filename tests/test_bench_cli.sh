@@ -86,7 +86,7 @@ import xml.etree.ElementTree as ET
 for case, points in (("matmul", 3), ("add", 3), ("solve", 2)):
     svg = ET.parse(f"plot-{case}.svg").getroot()
     lines = [e for e in svg.iter() if e.tag.endswith("polyline")]
-    assert len(lines) >= 2, (case, len(lines))
+    assert len(lines) >= 1, (case, len(lines))
     assert len(lines[0].get("points").split()) == points, (case, lines[0].get("points"))
     assert any(case in (t.text or "") for t in svg.iter() if t.tag.endswith("text")), case
 PY
