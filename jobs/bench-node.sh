@@ -15,6 +15,7 @@ for d in "$root/build-gpu/dsolve" "$root/build/dsolve"; do [ -z "$dsolve" ] && [
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1} OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off: required on shared hosts
+export DSOLVE_HOST_MEMORY=${DSOLVE_HOST_MEMORY:-}  # GB; set it where RAM grows as it is used
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 peer_args=()
 [ -n "$peer" ] && peer_args=(--peer "$peer")
@@ -24,7 +25,7 @@ run() {
     local name=$1 np=$2
     shift 2
     echo "== $name (np $np)"
-    mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$dsolve" "$@" >"$out/$name.json" 2>"$out/$name.err" ||
+    mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE -x DSOLVE_HOST_MEMORY "$dsolve" "$@" >"$out/$name.json" 2>"$out/$name.err" ||
         { echo "FAILED: $name: $(grep '^dsolve:' "$out/$name.err" | head -2)"; status=1; }
 }
 

@@ -15,6 +15,12 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off: required on shared hosts
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+# These machines' RAM grows as it is used (MemAvailable starts near 31 GiB): give bench the real limit
+# for its memory check (GB: 128 GiB with 1 GPU, 256 with 2, 512 with 4), unless the caller set one.
+if [ -z "${DSOLVE_HOST_MEMORY:-}" ]; then
+    case $ngpu in 1) DSOLVE_HOST_MEMORY=120 ;; 2) DSOLVE_HOST_MEMORY=250 ;; 4) DSOLVE_HOST_MEMORY=500 ;; esac
+fi
+export DSOLVE_HOST_MEMORY=${DSOLVE_HOST_MEMORY:-}
 
 # bench NAME NP ARGS...: one dsolve run on NP ranks, its JSON in OUT_DIR/NAME.json (skipped if NP > GPUs).
 bench() {
@@ -22,7 +28,7 @@ bench() {
     shift 2
     [ "$np" -le "$ngpu" ] || { echo "skipped: $name needs $np GPUs ($ngpu here)"; return 0; }
     SECONDS=0
-    mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$dsolve" "$@" >"$out/$name.json" 2>"$out/$name.err" ||
+    mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE -x DSOLVE_HOST_MEMORY "$dsolve" "$@" >"$out/$name.json" 2>"$out/$name.err" ||
         echo "FAILED: $name: $(grep '^dsolve:' "$out/$name.err" | head -2)"
     echo "$name: ${SECONDS}s"
 }

@@ -74,7 +74,7 @@ static int mm_need(bench_run *b, int64_t size, double *host, double *dev, ds_msg
         return ds_fail(msg, DS_ERR_INPUT, "bench matmul: %lld x %lld x %lld: BLAS takes dimensions up to %d",
                        (long long)s.m, (long long)s.n, (long long)s.k, INT_MAX);
     double a = (double)s.rows * s.k * s.es, bb = (double)s.k * s.n * s.es, c = (double)s.rows * s.n * s.es;
-    *host = a + bb + 2 * c;  // A, B, the CPU's C and the GPU's C brought back
+    *host = a + bb + 2 * c;  // A, B, the CPU's C and the GPU's C brought back (less when the CPU is not timed)
     *dev = a + bb + c;
     return DS_OK;
 }
@@ -112,6 +112,18 @@ static int max_over_ranks(bench_run *b, ds_ctx *ctx, int rc, double *seconds)
     return DS_OK;
 }
 
+// The rows of this rank's C that a sampled check compares: up to 8, first and last among them (fewer
+// for the plain loop, which is slow). Returns their number.
+static int mm_sample(const mm_shape *s, int loop, int64_t *idx)
+{
+    const double per = (double)s->n * (double)s->k;
+    int ns = loop ? (int)fmin(8.0, fmax(1.0, 2e8 / per)) : 8;
+    ns = s->rows < ns ? (int)s->rows : ns;
+    for (int r = 0; r < ns; r++)
+        idx[r] = ns > 1 ? r * (s->rows - 1) / (ns - 1) : 0;
+    return ns;
+}
+
 #ifdef DSOLVE_HAVE_CUDA
 // B from rank 0 to every GPU (the other ranks' device B holds only what the broadcast brings).
 static int mm_gpu_bcast(bench_run *b, const mm_shape *s, void *dB, bench_row *row)
@@ -132,9 +144,23 @@ static int mm_gpu_bcast(bench_run *b, const mm_shape *s, void *dB, bench_row *ro
     return DS_OK;
 }
 
-// The GPU's time, cuBLAS alone and the result in hG.
+// C back to the host: all of it (full), or only the sampled rows, one after another.
+static int mm_gpu_result(ds_ctx *g, const mm_shape *s, const void *dC, void *hG, int full)
+{
+    const size_t row_bytes = (size_t)s->n * s->es;
+    if (full)
+        return g->be->download(g, hG, dC, (size_t)s->rows * row_bytes);
+    int64_t idx[8];
+    const int ns = mm_sample(s, 0, idx);
+    for (int r = 0; r < ns; r++)
+        DS_CHECK(g->be->download(g, (char *)hG + (size_t)r * row_bytes, (const char *)dC + (size_t)idx[r] * row_bytes,
+                                 row_bytes));
+    return DS_OK;
+}
+
+// The GPU's time, cuBLAS alone and the result in hG (all of C when full, else the sampled rows).
 static int mm_gpu_timed(bench_run *b, const mm_shape *s, void *dA, void *dB, void *dC, const void *hA,
-                        const void *hB, void *hG, bench_row *row)
+                        const void *hB, void *hG, int full, bench_row *row)
 {
     ds_ctx *g = &b->gpu;
     int tr = b->include_transfer;
@@ -145,10 +171,10 @@ static int mm_gpu_timed(bench_run *b, const mm_shape *s, void *dA, void *dB, voi
     DS_CHECK(max_over_ranks(b, g, rc, &alone));
     row->ref_s = alone;
     row->ref_rate = row->work / alone / 1e9;
-    return bench_agree(b, g, g->be->download(g, hG, dC, (size_t)(s->rows * s->n) * s->es));
+    return bench_agree(b, g, mm_gpu_result(g, s, dC, hG, full));
 }
 
-static int mm_gpu(bench_run *b, const mm_shape *s, const void *hA, const void *hB, void *hG, bench_row *row)
+static int mm_gpu(bench_run *b, const mm_shape *s, const void *hA, const void *hB, void *hG, int full, bench_row *row)
 {
     ds_ctx *g = &b->gpu;
     const ds_backend *be = g->be;
@@ -166,7 +192,7 @@ static int mm_gpu(bench_run *b, const mm_shape *s, const void *hA, const void *h
     if (rc == DS_OK)
         rc = mm_gpu_bcast(b, s, dB, row);
     if (rc == DS_OK)
-        rc = mm_gpu_timed(b, s, dA, dB, dC, hA, hB, hG, row);
+        rc = mm_gpu_timed(b, s, dA, dB, dC, hA, hB, hG, full, row);
     be->free(g, dA);
     be->free(g, dB);
     be->free(g, dC);
@@ -203,23 +229,20 @@ static int mm_ref_rows(bench_run *b, const mm_shape *s, const void *hA, const vo
     return rc;
 }
 
-// Sampled rows of got (rows × n) against ref rows; err and wrong into the row.
-static int mm_check_rows(bench_run *b, const mm_shape *s, const void *hA, const void *hB, const void *got, int loop,
-                         bench_row *row)
+// Sampled rows of got (all rows × n, or only the sampled rows when compact) against reference rows;
+// err and wrong into the row.
+static int mm_check_rows(bench_run *b, const mm_shape *s, const void *hA, const void *hB, const void *got,
+                         int compact, int loop, bench_row *row)
 {
     int64_t idx[8];
-    double per = (double)s->n * s->k;
-    int ns = loop ? (int)fmin(8.0, fmax(1.0, 2e8 / per)) : 8;  // the plain loop is slow: fewer rows
-    ns = s->rows < ns ? (int)s->rows : ns;
-    for (int r = 0; r < ns; r++)
-        idx[r] = ns > 1 ? r * (s->rows - 1) / (ns - 1) : 0;
+    const int ns = mm_sample(s, loop, idx);
     double *ref = NULL, *g = NULL;
     DS_CHECK(bench_host_alloc(b, (void **)&ref, (double)ns * s->n * 8));
     int rc = bench_host_alloc(b, (void **)&g, (double)ns * s->n * 8);
     if (rc == DS_OK)
         rc = mm_ref_rows(b, s, hA, hB, idx, ns, loop, ref);
     for (int64_t e = 0; rc == DS_OK && e < ns * s->n; e++) {
-        int64_t i = idx[e / s->n] * s->n + e % s->n;
+        int64_t i = (compact ? e / s->n : idx[e / s->n]) * s->n + e % s->n;
         g[e] = b->f32 ? ((const float *)got)[i] : ((const double *)got)[i];
     }
     if (rc == DS_OK)
@@ -247,8 +270,10 @@ static int mm_run(bench_run *b, int64_t size, bench_row *row)
         rc = bench_host_alloc(b, &hB, (double)(s.k * s.n) * s.es);
     if (rc == DS_OK && cpu_run)
         rc = bench_host_alloc(b, &hC, (double)(s.rows * s.n) * s.es);
+    // Without the CPU's full C to compare with, only the sampled rows of the GPU's come back.
+    const int full = cpu_run || b->include_transfer;
     if (rc == DS_OK && b->have_gpu)
-        rc = bench_host_alloc(b, &hG, (double)(s.rows * s.n) * s.es);
+        rc = bench_host_alloc(b, &hG, (double)((full ? s.rows : 8) * s.n) * s.es);
     rc = bench_agree(b, &b->cpu, rc);
     if (rc == DS_OK) {
         bench_fill(b, hA, s.rows * s.k, b->f32, 1, s.row0 * s.k);
@@ -259,7 +284,7 @@ static int mm_run(bench_run *b, int64_t size, bench_row *row)
         rc = bench_time(b, &b->cpu, mm_fn, &call, &row->cpu_s);
 #ifdef DSOLVE_HAVE_CUDA
     if (rc == DS_OK && b->have_gpu)
-        rc = mm_gpu(b, &s, hA, hB, hG, row);
+        rc = mm_gpu(b, &s, hA, hB, hG, full, row);
 #endif
     void *got = b->have_gpu ? hG : hC;
     if (rc == DS_OK)
@@ -268,7 +293,7 @@ static int mm_run(bench_run *b, int64_t size, bench_row *row)
         bench_compare(hG, hC, s.rows * s.n, b->f32, 0.25 * s.k, row->tol, &row->err, &row->wrong);
         snprintf(row->check, sizeof row->check, "cuda vs cpu, all elements");
     } else if (rc == DS_OK) {
-        rc = mm_check_rows(b, &s, hA, hB, got, !b->have_gpu, row);
+        rc = mm_check_rows(b, &s, hA, hB, got, b->have_gpu && !full, !b->have_gpu, row);
     }
     free(hA);
     free(hB);

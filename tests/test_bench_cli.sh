@@ -155,6 +155,10 @@ expect 2 "--repeat" 1 bench add --repeat 0
 expect 3 "--peer nope.py" 1 bench solve --peer nope.py
 expect 3 "add N=1000000000000000: needs .* GB of host memory" 2 bench add --sizes 1e3,1e15
 expect 3 "matmul N=1000000: needs .* GB of host memory" 1 bench matmul --sizes 10,1e6
+DSOLVE_HOST_MEMORY=0.001 expect 3 "matmul N=200: needs .* GB of host memory.*DSOLVE_HOST_MEMORY" 1 bench matmul --sizes 200
+DSOLVE_HOST_MEMORY=lots expect 2 "DSOLVE_HOST_MEMORY must be gigabytes" 1 bench matmul --sizes 200
+DSOLVE_HOST_MEMORY=1 run 1 bench matmul --sizes 200 --repeat 1
+[ "$rc" -eq 0 ] && ok || bad "DSOLVE_HOST_MEMORY=1 refused a small run: $(cat err.txt)"
 expect 3 "fewer than the 2 ranks" 2 bench matmul --sizes 1
 expect 3 "solve: 1 rows are fewer than the 2 ranks" 2 bench solve --sizes 1
 
