@@ -104,6 +104,7 @@ static int mm_fn(ds_ctx *ctx, void *arg)
     return DS_OK;
 }
 
+#ifdef DSOLVE_HAVE_CUDA
 // The slowest rank's value of a per-rank time, once all ranks agree that it was measured.
 static int max_over_ranks(bench_run *b, ds_ctx *ctx, int rc, double *seconds)
 {
@@ -124,7 +125,6 @@ static int mm_sample(const mm_shape *s, int loop, int64_t *idx)
     return ns;
 }
 
-#ifdef DSOLVE_HAVE_CUDA
 // B from rank 0 to every GPU (the other ranks' device B holds only what the broadcast brings).
 static int mm_gpu_bcast(bench_run *b, const mm_shape *s, void *dB, bench_row *row)
 {
