@@ -104,15 +104,6 @@ static int mm_fn(ds_ctx *ctx, void *arg)
     return DS_OK;
 }
 
-#ifdef DSOLVE_HAVE_CUDA
-// The slowest rank's value of a per-rank time, once all ranks agree that it was measured.
-static int max_over_ranks(bench_run *b, ds_ctx *ctx, int rc, double *seconds)
-{
-    DS_CHECK(bench_agree(b, ctx, rc));
-    MPI_Allreduce(MPI_IN_PLACE, seconds, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    return DS_OK;
-}
-
 // The rows of this rank's C that a sampled check compares: up to 8, first and last among them (fewer
 // for the plain loop, which is slow). Returns their number.
 static int mm_sample(const mm_shape *s, int loop, int64_t *idx)
@@ -123,6 +114,15 @@ static int mm_sample(const mm_shape *s, int loop, int64_t *idx)
     for (int r = 0; r < ns; r++)
         idx[r] = ns > 1 ? r * (s->rows - 1) / (ns - 1) : 0;
     return ns;
+}
+
+#ifdef DSOLVE_HAVE_CUDA
+// The slowest rank's value of a per-rank time, once all ranks agree that it was measured.
+static int max_over_ranks(bench_run *b, ds_ctx *ctx, int rc, double *seconds)
+{
+    DS_CHECK(bench_agree(b, ctx, rc));
+    MPI_Allreduce(MPI_IN_PLACE, seconds, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    return DS_OK;
 }
 
 // B from rank 0 to every GPU (the other ranks' device B holds only what the broadcast brings).
