@@ -1,7 +1,8 @@
 // backend_cuda.h: what the two files of the CUDA backend share (backend_cuda.c: runtime, memory,
 // waits, collectives; backend_cuda_ops.c: Gram products and SolveBak ops): its state, the error checks, and the
 // functions they call across. Included by the CUDA backend's files and by the per-command CUDA files
-// (ann_cuda.c, sort_cuda.c, logreg_cuda.c), which reach the stream, the library handles and the checks through it.
+// (ann_cuda.c, sort_cuda.c, logreg_cuda.c, bench_cuda.c), which reach the stream, the library handles
+// and the checks through it.
 // provides: cuda_state, state, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
 //           scratch_reserve, cuda_block_grams, cuda_gram, cuda_grad_update, cuda_block_step, cuda_gram_sweeps
 #ifndef DS_BACKEND_CUDA_H

@@ -18,6 +18,8 @@ static const ds_command commands[] = {
     {"predict", cmd_predict, "apply a network written by dsolve ann"},
     {"sort", cmd_sort, "distributed sample sort of a 1-D HDF5 dataset or generated keys"},
     {"logreg", cmd_logreg, "multi-class logistic regression (Fashion-MNIST IDX or HDF5)"},
+    {"bench", cmd_bench, "time CPU against GPU (matmul, add, solve, all), checked, with resources"},
+    {"info", cmd_info, "ranks, hosts, GPUs, memory and library versions"},
 };
 
 static void usage(FILE *f)

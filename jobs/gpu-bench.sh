@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# gpu-bench.sh OUT_DIR [PEER_SCRIPT]: the benchmarks of `dsolve bench` on one GPU machine (1 to 4 GPUs),
+# about 2-3 minutes on 4 x H200. Assumes a built build-gpu/dsolve at the repository root (gpu-check.sh
+# builds it). Writes one JSON (and SVG) per run into OUT_DIR, FAILED lines on errors, and summary.txt
+# with the targets: matmul f64 N=8192 against cuBLAS alone, 4 GPUs against 1 at N=32768 (strong), add
+# N=1e9 f64 against the device copy measured in the same run, and solve against the seed's code (PEER).
+# Example (repository root): jobs/gpu-bench.sh /tmp/bench ../shared/peers/seed_peers.py
+set -uo pipefail
+out=${1:?usage: gpu-bench.sh OUT_DIR [PEER_SCRIPT]}
+peer=${2:-}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dsolve=$root/build-gpu/dsolve
+[ -x "$dsolve" ] || { echo "FAILED: gpu-bench: $dsolve is not built (jobs/build.sh build-gpu)"; exit 1; }
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off: required on shared hosts
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+# These machines' RAM grows as it is used (MemAvailable starts near 31 GiB): give bench the real limit
+# for its memory check (GB: 128 GiB with 1 GPU, 256 with 2, 512 with 4), unless the caller set one.
+if [ -z "${DSOLVE_HOST_MEMORY:-}" ]; then
+    case $ngpu in 1) DSOLVE_HOST_MEMORY=120 ;; 2) DSOLVE_HOST_MEMORY=250 ;; 4) DSOLVE_HOST_MEMORY=500 ;; esac
+fi
+export DSOLVE_HOST_MEMORY=${DSOLVE_HOST_MEMORY:-}
+
+# bench NAME NP ARGS...: one dsolve run on NP ranks, its JSON in OUT_DIR/NAME.json (skipped if NP > GPUs).
+bench() {
+    local name=$1 np=$2
+    shift 2
+    [ "$np" -le "$ngpu" ] || { echo "skipped: $name needs $np GPUs ($ngpu here)"; return 0; }
+    SECONDS=0
+    mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE -x DSOLVE_HOST_MEMORY "$dsolve" "$@" >"$out/$name.json" 2>"$out/$name.err" ||
+        echo "FAILED: $name: $(grep '^dsolve:' "$out/$name.err" | head -2)"
+    echo "$name: ${SECONDS}s"
+}
+
+bench info "$ngpu" info --json
+bench matmul_sweep 1 bench matmul --sizes 10,100,1000,2000,4096,8192,10000 --repeat 5 --json --plot "$out/matmul_sweep.svg"
+bench matmul_f32 1 bench matmul --dtype f32 --sizes 1000,8192 --repeat 5 --json
+bench matmul_blog 1 bench matmul --m 2000 --n 40000 --k 2000 --repeat 5 --json
+bench matmul_32k_np1 1 bench matmul --sizes 32768 --repeat 3 --json
+bench matmul_32k_np4 4 bench matmul --sizes 32768 --repeat 3 --json
+bench matmul_weak8k_np4 4 bench matmul --sizes 8192 --scaling weak --repeat 5 --json
+bench add_sweep 1 bench add --sizes 1e3:1e9:x10 --repeat 5 --json --plot "$out/add_sweep.svg"
+bench add_transfer 1 bench add --sizes 1e3:1e8:x10 --include-transfer --repeat 3 --json
+bench add_1e9_np4 4 bench add --sizes 1e9 --repeat 5 --json
+peer_args=()
+[ -n "$peer" ] && peer_args=(--peer "$peer")
+bench solve_peer 1 bench solve --sizes 100000 --cols 1000 --iters 10 --batch 100 --repeat 3 "${peer_args[@]}" --json --plot "$out/solve.svg"
+
+python3 - "$out" <<'PY' | tee "$out/summary.txt"
+import json, os, sys
+out = sys.argv[1]
+def rows(name):
+    try:
+        j = json.load(open(os.path.join(out, name + ".json")))
+    except (OSError, ValueError):
+        return None, []
+    return j, [r for c in j["cases"] for r in c["rows"]]
+def fmt(v, f="{:.4g}"):
+    return "-" if v is None else f.format(v)
+for name in sorted(f[:-5] for f in os.listdir(out) if f.endswith(".json") and not f.startswith("info")):
+    j, rs = rows(name)
+    if not j:
+        print(f"{name}: no result"); continue
+    print(f"{name}: {j['gpus']} x {j['device_name'] or 'CPU'} ok={j['ok']}")
+    for r in rs:
+        print(f"  {r['shape']:>20} cpu {fmt(r['cpu_seconds'])} s gpu {fmt(r['gpu_seconds'])} s rate {fmt(r['gpu_rate'])}"
+              f" ref {fmt(r['ref_rate'])} of_ref {fmt(r['of_ref'])} speedup {fmt(r['speedup'])}"
+              f" peer {fmt(r['peer_seconds'])} s vs_peer {fmt(r['peer_ratio'])} err {r['max_err']:.2g} ({r['check']})")
+print("targets:")
+_, s = rows("matmul_sweep")
+r = [x for x in s if x["size"] == 8192]
+if r: print(f"  matmul f64 N=8192: {fmt(r[0]['of_ref'], '{:.3f}')} of cuBLAS alone (target >= 0.95)")
+_, one = rows("matmul_32k_np1"); _, four = rows("matmul_32k_np4")
+if one and four: print(f"  matmul f64 N=32768, 4 GPUs vs 1: {one[0]['gpu_seconds'] / four[0]['gpu_seconds']:.2f}x (target >= 3.6);"
+                       f" B broadcast {fmt(four[0]['bcast_seconds'])} s not in the time")
+_, a = rows("add_sweep")
+r = [x for x in a if x["size"] == 10**9]
+if r: print(f"  add f64 N=1e9: {fmt(r[0]['gpu_rate'])} GB/s = {fmt(r[0]['of_ref'], '{:.3f}')} of the device copy"
+            f" ({fmt(r[0]['ref_rate'])} GB/s in this run; 4270 measured before) (target >= 0.90)")
+PY

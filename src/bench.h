@@ -1,0 +1,181 @@
+// bench.h: `dsolve bench`'s framework: the run (both backends open side by side), the case table's
+// entry type, a row of results, and the helpers every case uses: sizes, memory checks, timing,
+// input generation, result checks, the peer and the output (table, CSV, JSON, SVG).
+// A case is one `bench_case` (bench_cases.c has matmul, add and solve); adding one is one entry in
+// bench.c's table plus its declaration at the end of this file.
+// provides: bench_ops, bench_ops_cpu, bench_ops_cuda, bench_run, bench_row, bench_case, bench_fn,
+//           bench_time, bench_agree, bench_host_alloc, bench_fill, bench_parallel, bench_compare,
+//           bench_peer, bench_parse_sizes, bench_out_*, bench_cuda_*
+#ifndef DS_BENCH_H
+#define DS_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctx.h"
+#include "opts.h"
+#include "sysinfo.h"
+
+// The operations a case times on either backend, on backend memory, queued on the backend's queue.
+typedef struct bench_ops {
+    const char *name;  // "cpu" or "cuda"
+    // C (m × n) = A (m × k) · B (k × n), row-major, float when f32 else double.
+    int (*gemm)(ds_ctx *ctx, int f32, int64_t m, int64_t n, int64_t k, const void *A, const void *B, void *C);
+    // c = a + b over n elements.
+    int (*add)(ds_ctx *ctx, int f32, int64_t n, const void *a, const void *b, void *c);
+    // bytes from root's buf to every rank's buf (NCCL on CUDA, MPI on the CPU). Queued.
+    int (*bcast)(ds_ctx *ctx, void *buf, size_t bytes, int root);
+} bench_ops;
+
+extern const bench_ops bench_ops_cpu;
+
+#define BENCH_MAX_SIZES 64
+
+typedef struct bench_run {
+    ds_args args;
+    ds_ctx cpu;         // always open
+    ds_ctx gpu;         // open when have_gpu
+    int have_gpu;
+    char gpu_note[256];  // why the run is CPU only ("" when a GPU runs)
+    int f32, repeat, warmup, include_transfer, weak, corrupt, threads;
+    double cpu_budget;  // seconds per call above which the CPU is not timed when a GPU runs
+    const char *peer;   // the peer script, or NULL
+    double cpu_rate_seen;  // the case's last measured CPU rate (work per second), 0 before one
+    sys_nvml_gpu nvml;  // this rank's GPU for the sampler, or NULL
+} bench_run;
+
+typedef struct bench_row {
+    int64_t size;         // the swept number (N, elements, rows)
+    char shape[64];       // e.g. "2000x40000x2000", per rank for weak scaling
+    double work;          // floating-point operations or bytes per call, all ranks together
+    double cpu_s, gpu_s;  // medians (seconds), NaN when not run
+    double ref_s, ref_rate;  // the GPU reference (cuBLAS alone, device copy) and its rate in the case's unit
+    double bcast_s;       // distributing the replicated input (B of matmul), NaN when none
+    double peer_s;        // the peer's time from the same run, NaN when not run
+    double err, tol;      // normalised max error and its tolerance
+    int64_t wrong;        // elements beyond tol (summed over ranks)
+    char check[96];       // what was compared ("cuda vs cpu, all", "cpu vs loop, 8 rows")
+    // filled by the framework:
+    double cpu_rate, gpu_rate, speedup, of_ref, peer_ratio;
+    double rss_peak, gpu_mem_peak, cpu_use, gpu_use, wall_s;  // bytes, bytes, %, %, seconds
+} bench_row;
+
+typedef struct bench_case {
+    const char *name, *about;
+    const char *unit;           // of the rates: "GFLOP/s" or "GB/s"
+    const char *size_label;     // "N", "elements", "rows"
+    const char *default_sizes;  // in --sizes syntax
+    const char *ref_label;      // what ref_s measures ("" when the case has none)
+    // Bytes of host and device memory per rank that one size needs; DS_ERR_INPUT with a message for
+    // a size the case cannot run (e.g. fewer rows than ranks). Not collective.
+    int (*need)(bench_run *b, int64_t size, double *host_bytes, double *dev_bytes, ds_msg *msg);
+    // Runs one size and fills the row's case fields. Collective over both contexts.
+    int (*run)(bench_run *b, int64_t size, bench_row *row);
+} bench_case;
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers (bench.c)
+
+// One call of the timed operation on ctx's backend.
+typedef int (*bench_fn)(ds_ctx *ctx, void *arg);
+
+// warmup untimed calls, then repeat timed ones between marks 0 and 1 of ctx's backend (device
+// events on CUDA). Ranks agree after every call; a call's time is the longest over the ranks. The
+// median goes to *median. Collective.
+int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median);
+
+// ctx_agree over the run: a failure on ctx (either backend) is agreed on by every rank, and its
+// message lands in both contexts. Collective.
+int bench_agree(bench_run *b, ds_ctx *ctx, int status);
+
+// Whether to time the CPU on a call of `work` units: always without a GPU; with one, when the call is
+// predicted (from the case's last measured CPU rate, else from guess_rate per second) to take at most
+// --cpu-budget seconds. Depends on global figures only, so every rank decides alike.
+int bench_cpu_wanted(const bench_run *b, double work, double guess_rate);
+
+// malloc with a message naming the size on failure.
+int bench_host_alloc(bench_run *b, void **ptr, double bytes);
+
+// x[i] = uniform in [−½, ½) for i < n, the value of global index offset + i of stream (so inputs do
+// not depend on the rank count). Spread over the run's threads.
+void bench_fill(bench_run *b, void *x, int64_t n, int f32, uint64_t stream, int64_t offset);
+
+#define BENCH_MAX_THREADS 64
+// fn(arg, part, lo, hi) for parts 0 .. P−1 covering [0, n), P ≤ min(threads, BENCH_MAX_THREADS), each
+// part on a thread of its own (one part when n is small). Returns P.
+int bench_parallel(int threads, int64_t n, void (*fn)(void *arg, int part, int64_t lo, int64_t hi), void *arg);
+
+// max |got − want| / scale over n elements, and how many exceed tol · scale (NaN counts).
+void bench_compare(const void *got, const void *want, int64_t n, int f32, double scale, double tol, double *err,
+                   int64_t *wrong);
+
+// Rank 0 runs `python3 PEER ARGS` (when --peer was given) and reads "seconds" from its last JSON
+// line; NaN, with a note on stderr, when the peer could not run. Not collective.
+double bench_peer(bench_run *b, const char *args);
+
+// "10,100,1e3:1e9:x10,5:20:+5" into sizes (ascending order as given); DS_ERR_USAGE on bad syntax.
+int bench_parse_sizes(const char *text, int64_t *sizes, int *count, ds_msg *msg);
+
+// ---------------------------------------------------------------------------------------------------
+// Output (bench_out.c). A case's results: its rows and the verdict.
+
+typedef struct bench_result {
+    const bench_case *c;
+    bench_row *rows;
+    int nrows;
+    double crossover;  // smallest size from which the GPU is faster, NaN when never or not measured
+    int failed;        // rows whose check failed
+} bench_result;
+
+void bench_out_header(const bench_run *b, const bench_case *c, FILE *f);
+void bench_out_row(const bench_run *b, const bench_case *c, const bench_row *r, FILE *f);
+void bench_out_footer(const bench_run *b, const bench_result *res, FILE *f);
+void bench_out_csv(const bench_run *b, const bench_result *res, int nres, FILE *f);
+void bench_out_json(const bench_run *b, const bench_result *res, int nres, FILE *f);
+double bench_crossover(const bench_row *rows, int n);
+// path, or path with "-CASE" before its extension when several cases share one --plot.
+int bench_out_svg(const bench_run *b, const bench_result *res, const char *path, int several, ds_msg *msg);
+
+// ---------------------------------------------------------------------------------------------------
+// The CUDA side (bench_cuda.c), on the run's GPU context.
+#ifdef DSOLVE_HAVE_CUDA
+extern const bench_ops bench_ops_cuda;
+// The seconds per call of `reps` back-to-back GEMMs timed by two events (cuBLAS alone).
+int bench_cuda_gemm_alone(ds_ctx *ctx, int f32, int64_t m, int64_t n, int64_t k, const void *A, const void *B,
+                          void *C, int reps, double *seconds);
+// The seconds per call of `reps` back-to-back device-to-device copies of bytes (the copy ceiling).
+int bench_cuda_copy_alone(ds_ctx *ctx, void *dst, const void *src, size_t bytes, int reps, double *seconds);
+// This rank's device memory: free and total bytes.
+int bench_cuda_mem(ds_ctx *ctx, double *free_b, double *total_b);
+// The PCI bus id of the context's device (for NVML), "" when unknown.
+void bench_cuda_bus_id(int device, char *buf, int len);
+#endif
+
+// For `dsolve info` (bench_cuda.c, CUDA builds only; the types are used by every build).
+typedef struct info_gpu {
+    char name[128], bus[32];
+    double total, free_b;  // bytes
+    int cc_major, cc_minor;
+} info_gpu;
+typedef struct info_versions {
+    int runtime, driver;  // CUDA's 1000·major + 10·minor; 0 when absent
+    int cublas[3], cusolver[3];
+    int nccl;             // NCCL's code (22803 for 2.28.3); 0 when absent
+} info_versions;
+#ifdef DSOLVE_HAVE_CUDA
+// The number of CUDA devices this process sees (0 without a driver).
+int info_cuda_count(void);
+// Properties and free memory of device; 0 when they cannot be read.
+int info_cuda_gpu(int device, info_gpu *g);
+void info_cuda_versions(info_versions *v);
+#endif
+
+// Pieces of a JSON object written straight to f (bench_out.c); *first tracks the comma.
+void bench_json_str(FILE *f, int *first, const char *key, const char *v);
+void bench_json_num(FILE *f, int *first, const char *key, double v);
+void bench_json_key(FILE *f, int *first, const char *key);
+
+// The cases.
+extern const bench_case bench_case_matmul, bench_case_add, bench_case_solve;
+
+#endif

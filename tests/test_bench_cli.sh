@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# test_bench_cli.sh: `dsolve bench` and `dsolve info` as a user meets them, on the CPU side (CI): every
+# case at small sizes on 1 and 2 ranks, the table's footer, --json / --csv / --plot parsed (python3's
+# json, csv and xml.etree), the check failing on a corrupted result (DSOLVE_BENCH_CORRUPT=1: FAILED and
+# exit 4), the peer's ratio from a stand-in peer script, and bad input (exit 2 for usage, 3 for sizes
+# that do not fit). Usage: test_bench_cli.sh DSOLVE MPIEXEC. Needs python3 (77 without).
+set -u
+dsolve=$(realpath "$1")
+mpiexec=${2:-mpirun}
+py=
+for p in python3 /usr/bin/python3; do
+    if "$p" -c "import json, csv, xml.etree.ElementTree" 2>/dev/null; then py=$p; break; fi
+done
+[ -n "$py" ] || { echo "test_bench_cli: no python3"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run NP ARGS...: dsolve on NP ranks, stdout in out.txt, stderr in err.txt, the exit status in $rc.
+run() {
+    local np=$1
+    shift
+    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" >out.txt 2>err.txt
+    rc=$?
+}
+
+# expect CODE PATTERN NP ARGS...: exit CODE and one "dsolve:" line on stderr matching PATTERN.
+expect() {
+    local code=$1 pattern=$2
+    shift 2
+    run "$@"
+    local msg
+    msg=$(grep '^dsolve:' err.txt | head -1)
+    if [ "$rc" -ne "$code" ]; then bad "dsolve ${*:2} (np $1): exit $rc, want $code; $(head -3 err.txt)"; return; fi
+    if ! grep -q -- "$pattern" <<<"$msg"; then bad "dsolve ${*:2} (np $1): message '$msg' lacks '$pattern'"; return; fi
+    if [ "$(grep -c '^dsolve:' err.txt)" -ne 1 ]; then bad "dsolve ${*:2}: want one error line, got: $(cat err.txt)"; return; fi
+    if grep -q '^#.*check' out.txt; then bad "dsolve ${*:2}: printed results before failing on bad input"; return; fi
+    ok
+}
+
+small='matmul=16,40:120:x3;add=1e3:1e5:x10;solve=1500,3000'
+
+# The table: every case, both rank counts, OK footers and exit 0.
+for np in 1 2; do
+    run "$np" bench all --sizes "$small" --cols 30 --batch 8 --repeat 3
+    if [ "$rc" -ne 0 ]; then bad "bench all np $np: exit $rc: $(cat err.txt)"; continue; fi
+    n_ok=$(grep -c '^# [a-z]*: check (.*): OK' out.txt)
+    [ "$n_ok" -eq 3 ] && ok || bad "bench all np $np: want 3 OK footers, got $n_ok: $(cat out.txt)"
+    grep -q 'FAILED' out.txt && bad "bench all np $np: FAILED in a good run" || ok
+    grep -q '^#  *N  *shape  *cpu_time' out.txt && grep -q '(ms)' out.txt && ok || bad "bench all np $np: table header"
+done
+
+# --json: one object with the documented keys; rows as asked; the checks' numbers within tolerance.
+run 2 bench all --sizes "$small" --cols 30 --batch 8 --repeat 2 --json --plot plot.svg
+[ "$rc" -eq 0 ] && ok || bad "bench all --json: exit $rc: $(cat err.txt)"
+"$py" - <<'PY' && ok || bad "bench --json contract"
+import json
+j = json.loads(open("out.txt").read())
+for k in ("command", "ranks", "dtype", "scaling", "repeat", "warmup", "gpus", "gpu_note", "ok", "cases", "threads_per_rank"):
+    assert k in j, k
+assert j["ranks"] == 2 and j["ok"] is True and j["repeat"] == 2, j
+cases = {c["case"]: c for c in j["cases"]}
+assert list(cases) == ["matmul", "add", "solve"], list(cases)
+want = {"matmul": [16, 40, 120], "add": [1000, 10000, 100000], "solve": [1500, 3000]}
+for name, c in cases.items():
+    assert [r["size"] for r in c["rows"]] == want[name], (name, c["rows"])
+    assert c["failed"] == 0 and c["unit"] in ("GFLOP/s", "GB/s"), c
+    for r in c["rows"]:
+        for k in ("cpu_seconds", "cpu_rate", "max_err", "tol", "wrong", "rss_peak_bytes", "cpu_use_pct", "wall_seconds", "check", "ok", "work", "shape"):
+            assert k in r, (name, k)
+        assert r["cpu_seconds"] > 0 and r["cpu_rate"] > 0 and r["ok"] is True, r
+        assert r["max_err"] <= r["tol"] and r["wrong"] == 0, r
+        assert r["rss_peak_bytes"] > 1e6 and r["wall_seconds"] > 0, r
+        if j["gpus"] == 0:
+            assert r["gpu_seconds"] is None and r["speedup"] is None, r
+mm = cases["matmul"]["rows"][1]
+assert mm["shape"] == "40x40x40" and mm["work"] == 2 * 40**3, mm
+assert cases["add"]["rows"][0]["work"] == 3 * 1000 * 8
+PY
+"$py" - <<'PY' && ok || bad "bench --plot: the SVGs"
+import xml.etree.ElementTree as ET
+for case, points in (("matmul", 3), ("add", 3), ("solve", 2)):
+    svg = ET.parse(f"plot-{case}.svg").getroot()
+    lines = [e for e in svg.iter() if e.tag.endswith("polyline")]
+    assert len(lines) >= 1, (case, len(lines))
+    assert len(lines[0].get("points").split()) == points, (case, lines[0].get("points"))
+    assert any(case in (t.text or "") for t in svg.iter() if t.tag.endswith("text")), case
+PY
+
+# --csv: a header and one line per size; weak scaling multiplies the sizes by the ranks; sizes syntax.
+run 2 bench add --sizes 1000,5:20:+5 --scaling weak --dtype f32 --csv --repeat 1
+[ "$rc" -eq 0 ] && ok || bad "bench add --csv: exit $rc: $(cat err.txt)"
+"$py" - <<'PY' && ok || bad "bench --csv"
+import csv
+rows = list(csv.DictReader(open("out.txt")))
+assert [int(r["size"]) for r in rows] == [1000, 5, 10, 15, 20], rows
+assert [r["shape"] for r in rows] == ["2000", "10", "20", "30", "40"], [r["shape"] for r in rows]
+assert all(r["case"] == "add" and r["ok"] == "1" and float(r["work"]) == 3 * 4 * int(r["shape"]) for r in rows), rows
+PY
+
+# Non-square matmul, f32, more repeats; the shape column says M x N x K.
+run 1 bench matmul --m 30 --n 200 --k 70 --dtype f32 --repeat 3 --warmup 2
+[ "$rc" -eq 0 ] && grep -q ' 30x200x70 ' out.txt && ok || bad "bench matmul --m --n --k: $rc $(cat out.txt err.txt)"
+
+# A corrupted result is caught: FAILED in the table, the verdict in the footer, exit 4, on 1 and 2 ranks.
+for np in 1 2; do
+    for c in matmul add solve; do
+        DSOLVE_BENCH_CORRUPT=1 run "$np" bench "$c" --sizes "$small" --cols 30 --batch 8 --repeat 1
+        if [ "$rc" -eq 4 ] && grep -q "FAILED" out.txt && grep -q "^# $c: check.*FAILED" out.txt &&
+            grep -q "^dsolve: bench: .* failed the check" err.txt; then ok; else
+            bad "corrupted $c np $np: exit $rc; $(tail -3 out.txt) $(cat err.txt)"; fi
+    done
+done
+DSOLVE_BENCH_CORRUPT=1 run 2 bench matmul --sizes 20 --json
+"$py" -c "import json,sys; j=json.load(open('out.txt')); r=j['cases'][0]['rows'][0]; sys.exit(0 if j['ok'] is False and r['ok'] is False and r['wrong'] == 1 else 1)" &&
+    ok || bad "corrupted --json: $(cat out.txt)"
+
+# The peer: a stand-in script prints the seed peers' JSON line; its time and the ratio are reported.
+# A peer that fails leaves the run OK with no peer figures.
+cat >peer.py <<'PY'
+import json, sys
+assert sys.argv[1] == "solvebak" and "--obs" in sys.argv, sys.argv
+print("warming up")
+print(json.dumps({"case": "solvebak", "seconds": 0.25, "rows": int(sys.argv[sys.argv.index("--obs") + 1])}))
+PY
+printf 'import sys\nprint("no numpy here")\nsys.exit(1)\n' >badpeer.py
+run 1 bench solve --sizes 2000 --cols 20 --batch 5 --repeat 1 --peer peer.py --json
+"$py" -c "import json,sys; r=json.load(open('out.txt'))['cases'][0]['rows'][0]; sys.exit(0 if r['peer_seconds'] == 0.25 and abs(r['peer_ratio'] - 0.25 / r['cpu_seconds']) < 1e-6 * r['peer_ratio'] else 1)" &&
+    ok || bad "peer: $(cat out.txt err.txt)"
+run 1 bench solve --sizes 2000 --cols 20 --batch 5 --repeat 1 --peer badpeer.py --json
+[ "$rc" -eq 0 ] && grep -q "peer gave no time" err.txt &&
+    "$py" -c "import json,sys; r=json.load(open('out.txt'))['cases'][0]['rows'][0]; sys.exit(0 if r['peer_seconds'] is None else 1)" &&
+    ok || bad "failing peer: $rc $(cat out.txt err.txt)"
+
+# Bad input: usage (2) and sizes that do not fit (3), before any row is printed.
+expect 2 "unknown case 'sorting'" 1 bench sorting
+expect 2 "needs a CASE" 1 bench --sizes 10
+expect 2 "--sizes: '1e3:1e9:y10'" 1 bench add --sizes 1e3:1e9:y10
+expect 2 "--sizes: 'ten'" 1 bench add --sizes ten
+expect 2 "--sizes: '0'" 1 bench add --sizes 0,10
+expect 2 "--sizes: '100:10'" 1 bench add --sizes 100:10
+expect 2 "--sizes: '1e3:1e4:x1'" 1 bench add --sizes 1e3:1e4:x1
+expect 2 "--sizes: '2.5'" 1 bench add --sizes 2.5
+expect 2 "more than 64 sizes" 1 bench add --sizes 1:100:+1
+expect 2 "--m, --n and --k go together" 1 bench matmul --m 10 --n 10
+expect 2 "not both" 1 bench matmul --m 10 --n 10 --k 10 --sizes 5
+expect 2 "--json or --csv" 1 bench add --json --csv
+expect 2 "--dtype" 1 bench add --dtype f16
+expect 2 "--scaling" 1 bench add --scaling sideways
+expect 2 "--repeat" 1 bench add --repeat 0
+expect 3 "--peer nope.py" 1 bench solve --peer nope.py
+expect 3 "add N=1000000000000000: needs .* GB of host memory" 2 bench add --sizes 1e3,1e15
+expect 3 "matmul N=1000000: needs .* GB of host memory" 1 bench matmul --sizes 10,1e6
+DSOLVE_HOST_MEMORY=0.001 expect 3 "matmul N=200: needs .* GB of host memory.*DSOLVE_HOST_MEMORY" 1 bench matmul --sizes 200
+DSOLVE_HOST_MEMORY=lots expect 2 "DSOLVE_HOST_MEMORY must be gigabytes" 1 bench matmul --sizes 200
+DSOLVE_HOST_MEMORY=1 run 1 bench matmul --sizes 200 --repeat 1
+[ "$rc" -eq 0 ] && ok || bad "DSOLVE_HOST_MEMORY=1 refused a small run: $(cat err.txt)"
+expect 3 "fewer than the 2 ranks" 2 bench matmul --sizes 1
+expect 3 "solve: 1 rows are fewer than the 2 ranks" 2 bench solve --sizes 1
+
+# --help lists the cases from the table; info reports ranks, hosts and versions (text and JSON).
+"$dsolve" bench --help >out.txt && grep -q "matmul" out.txt && grep -q "solve" out.txt && grep -q -- "--include-transfer" out.txt &&
+    ok || bad "bench --help"
+run 2 info
+[ "$rc" -eq 0 ] && grep -q "2 ranks on 1 host" out.txt && grep -q "OpenBLAS" out.txt && grep -q "cores" out.txt &&
+    ok || bad "info: $rc $(cat out.txt err.txt)"
+run 2 info --json
+"$py" - <<'PY' && ok || bad "info --json: $(cat out.txt)"
+import json
+j = json.loads(open("out.txt").read())
+assert j["command"] == "info" and j["ranks"] == 2 and len(j["rank_info"]) == 2, j
+assert len(j["hosts"]) == 1 and j["hosts"][0]["cores"] >= 1 and j["hosts"][0]["ram_total_bytes"] > 0, j["hosts"]
+for r in j["rank_info"]:
+    assert (r["gpu"] is None) == (r["device"] == -1), r
+    if r["gpu"]:
+        assert r["gpu"]["memory_total_bytes"] > 0 and "." in r["gpu"]["compute_capability"], r
+    else:
+        assert r["gpu_note"], r
+v = j["versions"]
+for k in ("dsolve", "mpi", "hdf5", "openblas", "lapack", "cuda_runtime", "cublas", "cusolver", "nccl", "nvidia_driver"):
+    assert k in v, k
+assert "Open MPI" in v["mpi"] or "MPICH" in v["mpi"], v["mpi"]
+PY
+
+echo "test_bench_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

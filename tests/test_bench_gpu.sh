@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# test_bench_gpu.sh DSOLVE MPIEXEC NP: `dsolve bench` on NP ranks with one GPU each: every case at small
+# sizes with the GPU checked against the CPU on the same inputs (stated tolerances, #wrong 0), the
+# references (cuBLAS alone, the device copy) and the broadcast measured, f32 and odd lengths (the add
+# kernel's tail), non-square and weak-scaled matmul, the GPU checked on sampled rows where the CPU is
+# not timed, --include-transfer, and a corrupted GPU result caught (exit 4). Exits 77 (skipped) when a
+# rank has no GPU of its own. Needs python3.
+set -u
+dsolve=$(realpath "$1")
+mpiexec=${2:-mpirun}
+np=${3:-1}
+py=$(command -v python3) || { echo "test_bench_gpu: no python3"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+run() {
+    timeout 600 "$mpiexec" -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$dsolve" "$@" >out.txt 2>err.txt
+    rc=$?
+}
+
+run info --json
+"$py" -c "import json,sys; j=json.load(open('out.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) else 77)"
+case $? in
+    0) ;;
+    77) echo "test_bench_gpu: not every one of $np ranks has a GPU of its own: skipped"; exit 77 ;;
+    *) echo "test_bench_gpu: dsolve info failed: $(cat out.txt err.txt)"; exit 1 ;;
+esac
+
+# check NAME PYTHON: asserts over j (the JSON) and rows (case name -> its rows).
+check() {
+    local name=$1 code=$2
+    NP=$np "$py" - "$code" <<'PY' && ok || bad "$name: $(head -c 3000 out.txt) $(cat err.txt)"
+import json, math, os, sys
+np_ = int(os.environ["NP"])
+j = json.loads(open("out.txt").read())
+rows = {c["case"]: c["rows"] for c in j["cases"]}
+def gpu_checked(r):
+    assert r["gpu_seconds"] and r["gpu_seconds"] > 0, r
+    assert r["check"].startswith("cuda vs cpu"), r
+    assert r["ok"] and r["wrong"] == 0 and r["max_err"] <= r["tol"], r
+exec(sys.argv[1])
+PY
+}
+
+run bench all --backend cuda --sizes 'matmul=16,100,700;add=1e3:1e7:x10;solve=3000,20000' --cols 64 --batch 16 --repeat 3 --json
+[ "$rc" -eq 0 ] && ok || bad "bench all: exit $rc: $(cat err.txt)"
+check "bench all" '
+assert j["ok"] and j["gpus"] == np_ and j["device_name"], j
+for case, rs in rows.items():
+    for r in rs:
+        gpu_checked(r)
+        assert r["cpu_seconds"] > 0 and r["speedup"] > 0, r
+        assert r["gpu_mem_peak_bytes"] is None or r["gpu_mem_peak_bytes"] > 0, r
+        if case != "solve":
+            assert r["ref_seconds"] > 0 and r["of_ref"] > 0, r
+        if case == "matmul" and np_ > 1:
+            assert r["bcast_seconds"] > 0, r
+assert rows["matmul"][-1]["check"] == "cuda vs cpu, all elements", rows["matmul"][-1]
+'
+
+run bench add --backend cuda --dtype f32 --sizes 1001,1000003,7 --repeat 2 --json
+[ "$rc" -eq 0 ] && ok || bad "add f32 odd lengths: exit $rc: $(cat err.txt)"
+check "add f32 odd lengths" 'for r in rows["add"]: gpu_checked(r)'
+
+run bench matmul --backend cuda --dtype f32 --m 300 --n 2000 --k 100 --repeat 2 --json
+check "matmul f32 non-square" '
+r = rows["matmul"][0]; gpu_checked(r); assert r["shape"] == "300x2000x100", r'
+
+run bench matmul --backend cuda --scaling weak --sizes 200 --repeat 2 --json
+check "matmul weak" '
+r = rows["matmul"][0]; gpu_checked(r); assert r["shape"] == f"{200 * np_}x200x200", r'
+
+run bench matmul --backend cuda --sizes 64,1200 --cpu-budget 0 --repeat 2 --json
+check "matmul without CPU timing: sampled rows" '
+for r in rows["matmul"]:
+    gpu_checked(r); assert r["cpu_seconds"] is None and "sampled rows" in r["check"], r'
+
+run bench add --backend cuda --include-transfer --sizes 1e6 --repeat 2 --json
+check "add with transfers" 'gpu_checked(rows["add"][0]); assert j["include_transfer"] == 1'
+
+run bench matmul --backend cuda --include-transfer --sizes 300 --repeat 2 --json
+check "matmul with transfers" 'gpu_checked(rows["matmul"][0])'
+
+DSOLVE_BENCH_CORRUPT=1 run bench all --backend cuda --sizes 'matmul=100;add=1e5;solve=3000' --cols 32 --batch 8 --repeat 1
+n_failed=$(grep -c '^# [a-z]*: check.*FAILED' out.txt)
+[ "$rc" -eq 4 ] && [ "$n_failed" -eq 3 ] && ok || bad "corrupted GPU results: exit $rc, $n_failed FAILED footers: $(cat out.txt err.txt)"
+
+echo "test_bench_gpu (np $np): $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
