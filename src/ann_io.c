@@ -181,7 +181,7 @@ int ann_scatter_plot(ds_ctx *ctx, const ds_data *d, const double *P, const doubl
         }
         double line_x[2] = {lo, hi};
         char label[64];
-        snprintf(label, sizeof label, "%d rows (every %lld-th)", np, (long long)stride);
+        snprintf(label, sizeof label, "%d rows (one in %lld)", np, (long long)stride);
         ds_series s[2] = {{label, xs, ys, np, 1}, {"y = x", line_x, line_x, 2, 0}};
         rc = xs && ys ? plot_svg(path, title, "actual y", "predicted y", 0, 0, s, 2, &ctx->msg)
                       : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
