@@ -77,11 +77,22 @@ static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t 
 }
 
 // ---------------------------------------------------------------------------------------------------
-// forward: the product by OpenBLAS, then tanh and the constant and target columns over threads.
+// forward: tanh and the constant and target columns over threads, after the product by OpenBLAS; with
+// few inputs (the seed's 10) the threads form the products themselves, so that H is written once.
+
+enum { FUSED_MAX_INPUTS = 32 };
+
+// tanh through one exp: twice as fast as glibc's tanh, with an absolute error within 2.3e-16 (what
+// matters for a column of H; the relative error grows only where tanh is itself below ~1e-3).
+static inline double ann_tanh(double x)
+{
+    double e = exp(-2.0 * fabs(x)), t = (1.0 - e) / (1.0 + e);
+    return x < 0 ? -t : t;
+}
 
 typedef struct act_job {
     double *H;
-    const double *W, *y;
+    const double *X, *W, *y;  // X: NULL when H already holds the products
     int64_t row0, rows, n, K, outputs, ld;
 } act_job;
 
@@ -91,8 +102,19 @@ static void *act_run(void *arg)
     const int64_t n1 = j->n + 1;
     for (int64_t i = j->row0; i < j->row0 + j->rows; i++) {
         double *h = j->H + i * j->ld;
-        for (int64_t k = 0; k < j->K; k++)
-            h[k] = tanh(h[k] + j->W[k * n1 + j->n]);
+        if (j->X) {
+            const double *x = j->X + i * j->n;
+            for (int64_t k = 0; k < j->K; k++) {
+                const double *w = j->W + k * n1;
+                double z = w[j->n];
+                for (int64_t c = 0; c < j->n; c++)
+                    z += x[c] * w[c];
+                h[k] = ann_tanh(z);
+            }
+        } else {
+            for (int64_t k = 0; k < j->K; k++)
+                h[k] = ann_tanh(h[k] + j->W[k * n1 + j->n]);
+        }
         h[j->K] = 1.0;
         if (!j->y)
             continue;
@@ -109,8 +131,10 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
                        const double *y, int64_t outputs, double *H, int64_t ld)
 {
     enum { MAX_THREADS = 64 };
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)K, (int)n, 1.0, X, (int)n, W, (int)(n + 1),
-                0.0, H, (int)ld);
+    const int fused = n <= FUSED_MAX_INPUTS;
+    if (!fused)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)K, (int)n, 1.0, X, (int)n, W, (int)(n + 1),
+                    0.0, H, (int)ld);
     long cores = sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
     int threads = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
     if (rows < 64 * threads)
@@ -120,7 +144,7 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
     int started[MAX_THREADS] = {0};
     for (int t = 0; t < threads; t++) {
         int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
-        job[t] = (act_job){H, W, y, a, b - a, n, K, outputs, ld};
+        job[t] = (act_job){H, fused ? X : NULL, W, y, a, b - a, n, K, outputs, ld};
         started[t] = t > 0 && pthread_create(&tid[t], NULL, act_run, &job[t]) == 0;
     }
     for (int t = 0; t < threads; t++)
