@@ -47,9 +47,9 @@ expect() {
 small='matmul=16,40:120:x3;add=1e3:1e5:x10;solve=1500,3000;ann=300,2000;sort=1000,100000;logreg=60,600'
 fashion=${DSOLVE_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 if ls "$fashion"/train-images-idx3-ubyte* "$fashion"/train-labels-idx1-ubyte* >/dev/null 2>&1; then
-    have_fashion=1 new_cases='ann sort logreg' n_cases=6
+    have_fashion=1 new_cases='ann sort logreg' n_cases=6 n_sizes=14
 else
-    have_fashion=0 new_cases='ann sort' n_cases=5
+    have_fashion=0 new_cases='ann sort' n_cases=5 n_sizes=12
     echo "test_bench_cli: no Fashion-MNIST in $fashion: logreg is checked only for its missing-data paths"
 fi
 export HAVE_FASHION=$have_fashion
@@ -66,13 +66,11 @@ for np in 1 2; do
         grep -q '^# dsolve bench ann: f64, ' out.txt && ok || bad "bench all np $np: the sort and ann headers"
 done
 
-# The new cases alone, on 1 and 2 ranks, f32 where the case has it: their own check texts, OK.
-for np in 1 2; do
-    for c in $new_cases; do
-        run "$np" bench "$c" --sizes "$small" --dtype f32 --repeat 2
-        if [ "$rc" -eq 0 ] && grep -q "^# $c: check (cpu .*): OK, 2 sizes, 0 wrong" out.txt; then ok; else
-            bad "bench $c np $np: exit $rc: $(cat out.txt err.txt)"; fi
-    done
+# The new cases alone (2 ranks; f32 where the case has it): their own check texts, OK.
+for c in $new_cases; do
+    run 2 bench "$c" --sizes "$small" --dtype f32 --repeat 2
+    if [ "$rc" -eq 0 ] && grep -q "^# $c: check (cpu .*): OK, 2 sizes, 0 wrong" out.txt; then ok; else
+        bad "bench $c np 2: exit $rc: $(cat out.txt err.txt)"; fi
 done
 
 # --json: one object with the documented keys; rows as asked; the checks' numbers within tolerance.
@@ -141,14 +139,16 @@ PY
 run 1 bench matmul --m 30 --n 200 --k 70 --dtype f32 --repeat 3 --warmup 2
 [ "$rc" -eq 0 ] && grep -q ' 30x200x70 ' out.txt && ok || bad "bench matmul --m --n --k: $rc $(cat out.txt err.txt)"
 
-# A corrupted result is caught: FAILED in the table, the verdict in the footer, exit 4, on 1 and 2 ranks.
+# A corrupted result is caught: FAILED in the table, every case's footer FAILED, exit 4, on 1 and 2 ranks
+# (one run per rank count: each mpirun start costs seconds here).
 for np in 1 2; do
+    DSOLVE_BENCH_CORRUPT=1 run "$np" bench all --sizes "$small" --cols 30 --batch 8 --repeat 1
+    n_failed=0
     for c in matmul add solve $new_cases; do
-        DSOLVE_BENCH_CORRUPT=1 run "$np" bench "$c" --sizes "$small" --cols 30 --batch 8 --repeat 1
-        if [ "$rc" -eq 4 ] && grep -q "FAILED" out.txt && grep -q "^# $c: check.*FAILED" out.txt &&
-            grep -q "^dsolve: bench: .* failed the check" err.txt; then ok; else
-            bad "corrupted $c np $np: exit $rc; $(tail -3 out.txt) $(cat err.txt)"; fi
+        grep -q "^# $c: check.*FAILED" out.txt && n_failed=$((n_failed + 1))
     done
+    if [ "$rc" -eq 4 ] && [ "$n_failed" -eq "$n_cases" ] && grep -q "^dsolve: bench: $n_sizes size(s) failed the check" err.txt; then ok; else
+        bad "corrupted results np $np: exit $rc, $n_failed of $n_cases FAILED footers; $(grep '^#.*check' out.txt) $(cat err.txt)"; fi
 done
 DSOLVE_BENCH_CORRUPT=1 run 2 bench matmul --sizes 20 --json
 "$py" -c "import json,sys; j=json.load(open('out.txt')); r=j['cases'][0]['rows'][0]; sys.exit(0 if j['ok'] is False and r['ok'] is False and r['wrong'] == 1 else 1)" &&
