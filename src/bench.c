@@ -16,6 +16,9 @@ static const bench_case *const bench_cases[] = {
     &bench_case_matmul,
     &bench_case_add,
     &bench_case_solve,
+    &bench_case_ann,
+    &bench_case_sort,
+    &bench_case_logreg,
 };
 enum { N_CASES = sizeof bench_cases / sizeof bench_cases[0] };
 
@@ -23,7 +26,8 @@ static const ds_opt bench_table[] = {
     {"sizes", OPT_STRING, NULL, "LIST", 0, 0,
      "sizes to sweep: 10,100,1000 or FROM:TO:xFACTOR or FROM:TO:+STEP (1e3:1e9:x10); "
      "per case CASE=LIST;CASE=LIST (default: each case's own)"},
-    {"dtype", OPT_CHOICE, "f64", "f64|f32", 0, 0, "element type of matmul and add (solve: storage of X)"},
+    {"dtype", OPT_CHOICE, "f64", "f64|f32", 0, 0,
+     "element type of matmul and add (solve: storage of X; logreg: storage of X and its GEMMs; ann: f64 only; sort: int32 keys)"},
     {"m", OPT_INT, NULL, "M", 1, 2147483647, "matmul: one M x N x K shape (rows of A and C) instead of square sizes"},
     {"n", OPT_INT, NULL, "N", 1, 2147483647, "matmul: columns of B and C"},
     {"k", OPT_INT, NULL, "K", 1, 2147483647, "matmul: columns of A, rows of B"},
@@ -35,7 +39,7 @@ static const ds_opt bench_table[] = {
     {"cpu-budget", OPT_DOUBLE, "10", "SECONDS", 0, 1e9,
      "with a GPU, the CPU is not timed where a call is predicted to take longer (the check then samples rows)"},
     {"cols", OPT_INT, "1000", "N", 1, 1e6, "solve: columns of X"},
-    {"iters", OPT_INT, "10", "K", 1, 1e6, "solve: sweeps"},
+    {"iters", OPT_INT, "10", "K", 1, 1e6, "solve: sweeps; logreg: gradient-descent iterations"},
     {"batch", OPT_INT, "100", "B", 1, 1e6, "solve: columns per block"},
     {"peer", OPT_STRING, NULL, "FILE.py", 0, 0, "also run the seed's code (seed_peers.py) from rank 0 and report the ratio"},
     {"csv", OPT_FLAG, NULL, NULL, 0, 0, "CSV on stdout instead of the table"},
@@ -48,7 +52,7 @@ static const char bench_usage[] = "dsolve bench CASE [--sizes LIST] [--dtype f64
 
 static void bench_help(void)
 {
-    char about[1024] = "Times the CPU (OpenBLAS on the rank's cores) and the GPU on the same inputs, checks the GPU's\n"
+    char about[2048] = "Times the CPU (OpenBLAS on the rank's cores) and the GPU on the same inputs, checks the GPU's\n"
                        "result against the CPU's, and tabulates time, rate, speedup and resources per size.\nCASE:";
     for (int i = 0; i < N_CASES; i++) {
         size_t used = strlen(about);
@@ -66,6 +70,7 @@ typedef struct bench_plan {
     int64_t sizes[N_CASES][BENCH_MAX_SIZES];
     int nsizes[N_CASES];
     int ncases;
+    char skipped[512];  // the cases `all` left out, and why ("" when none)
 } bench_plan;
 
 // The part of --sizes for case name: "CASE=LIST" items separated by ';', or a LIST for every case.
@@ -84,13 +89,25 @@ static int sizes_for(const char *text, const char *name, char *out, size_t len)
     return 0;
 }
 
-static int bench_plan_make(const ds_args *a, const char *name, bench_plan *p, ds_msg *msg)
+// Whether `all` runs case c; a case that cannot run here is noted in p->skipped.
+static int plan_takes(const bench_run *b, const bench_case *c, bench_plan *p)
 {
+    char why[256];
+    if (!c->available || c->available(b, why, sizeof why))
+        return 1;
+    size_t used = strlen(p->skipped);
+    snprintf(p->skipped + used, sizeof p->skipped - used, "%s%s skipped (%s)", used ? "; " : "", c->name, why);
+    return 0;
+}
+
+static int bench_plan_make(const bench_run *b, const char *name, bench_plan *p, ds_msg *msg)
+{
+    const ds_args *a = &b->args;
     memset(p, 0, sizeof *p);
     for (int i = 0; i < N_CASES; i++)
-        if (strcmp(name, "all") == 0 || strcmp(name, bench_cases[i]->name) == 0)
+        if (strcmp(name, bench_cases[i]->name) == 0 || (strcmp(name, "all") == 0 && plan_takes(b, bench_cases[i], p)))
             p->c[p->ncases++] = bench_cases[i];
-    if (p->ncases == 0) {
+    if (p->ncases == 0 && strcmp(name, "all") != 0) {
         char names[256] = "";
         for (int i = 0; i < N_CASES; i++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ", bench_cases[i]->name);
@@ -362,6 +379,8 @@ static int bench_verdict(bench_run *b, const bench_result *res, int nres)
 static int bench_all(bench_run *b, const bench_plan *p, bench_result *res, int *nres)
 {
     FILE *table = b->cpu.rank == 0 && !opts_flag(&b->args, "json") && !opts_flag(&b->args, "csv") ? stdout : NULL;
+    if (p->skipped[0])
+        ctx_log(&b->cpu, "bench: %s", p->skipped);
     DS_CHECK(bench_agree(b, &b->cpu, bench_check_memory(b, p)));
     for (int i = 0; i < p->ncases; i++) {
         DS_CHECK(bench_case_run(b, p->c[i], p->sizes[i], p->nsizes[i], &res[i], table));
@@ -386,7 +405,7 @@ int cmd_bench(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
             bench_help();
         return DS_OK;
     }
-    DS_CHECK(bench_plan_make(&b.args, name, &plan, msg));
+    DS_CHECK(bench_plan_make(&b, name, &plan, msg));
     int rc = bench_open(&b, comm, msg);
     if (rc != DS_OK) {
         ctx_close(&b.cpu);

@@ -1,11 +1,12 @@
 // bench.h: `dsolve bench`'s framework: the run (both backends open side by side), the case table's
 // entry type, a row of results, and the helpers every case uses: sizes, memory checks, timing,
 // input generation, result checks, the peer and the output (table, CSV, JSON, SVG).
-// A case is one `bench_case` (bench_cases.c has matmul, add and solve); adding one is one entry in
+// A case is one `bench_case` (bench_cases.c has matmul and add; bench_solve.c, bench_ann.c, bench_sort.c
+// and bench_logreg.c one each); adding one is one entry in
 // bench.c's table plus its declaration at the end of this file.
 // provides: bench_ops, bench_ops_cpu, bench_ops_cuda, bench_run, bench_row, bench_case, bench_fn,
 //           bench_time, bench_agree, bench_host_alloc, bench_fill, bench_parallel, bench_compare,
-//           bench_peer, bench_parse_sizes, bench_out_*, bench_cuda_*
+//           bench_peer, bench_parse_sizes, bench_median, bench_rel_diff, bench_out_*, bench_cuda_*
 #ifndef DS_BENCH_H
 #define DS_BENCH_H
 
@@ -66,11 +67,15 @@ typedef struct bench_case {
     const char *size_label;     // "N", "elements", "rows"
     const char *default_sizes;  // in --sizes syntax
     const char *ref_label;      // what ref_s measures ("" when the case has none)
+    const char *dtype;          // the element type when the case fixes it, NULL when --dtype sets it
     // Bytes of host and device memory per rank that one size needs; DS_ERR_INPUT with a message for
     // a size the case cannot run (e.g. fewer rows than ranks). Not collective.
     int (*need)(bench_run *b, int64_t size, double *host_bytes, double *dev_bytes, ds_msg *msg);
     // Runs one size and fills the row's case fields. Collective over both contexts.
     int (*run)(bench_run *b, int64_t size, bench_row *row);
+    // NULL, or whether the case can run here at all (its data present); 0 with why filled: `all` skips
+    // the case with a note, and need() reports the same to a run that names it. Not collective.
+    int (*available)(const bench_run *b, char *why, size_t len);
 } bench_case;
 
 // ---------------------------------------------------------------------------------------------------
@@ -113,6 +118,13 @@ void bench_compare(const void *got, const void *want, int64_t n, int f32, double
 // line; NaN, with a note on stderr, when the peer could not run. Not collective.
 double bench_peer(bench_run *b, const char *args);
 
+// The median of v[0 .. n−1] (n ≥ 1); v is sorted in place.
+double bench_median(double *v, int n);
+
+// ‖x − y‖₂ / ‖y‖₂ over n elements (‖x − y‖₂ when y is 0); sums over the ranks of comm when comm is not
+// MPI_COMM_NULL (then collective).
+double bench_rel_diff(const double *x, const double *y, int64_t n, MPI_Comm comm);
+
 // "10,100,1e3:1e9:x10,5:20:+5" into sizes (ascending order as given); DS_ERR_USAGE on bad syntax.
 int bench_parse_sizes(const char *text, int64_t *sizes, int *count, ds_msg *msg);
 
@@ -127,6 +139,8 @@ typedef struct bench_result {
     int failed;        // rows whose check failed
 } bench_result;
 
+// The element type of case c's rows: its own, else --dtype's.
+const char *bench_dtype(const bench_run *b, const bench_case *c);
 void bench_out_header(const bench_run *b, const bench_case *c, FILE *f);
 void bench_out_row(const bench_run *b, const bench_case *c, const bench_row *r, FILE *f);
 void bench_out_footer(const bench_run *b, const bench_result *res, FILE *f);
@@ -176,6 +190,7 @@ void bench_json_num(FILE *f, int *first, const char *key, double v);
 void bench_json_key(FILE *f, int *first, const char *key);
 
 // The cases.
-extern const bench_case bench_case_matmul, bench_case_add, bench_case_solve;
+extern const bench_case bench_case_matmul, bench_case_add, bench_case_solve, bench_case_ann, bench_case_sort,
+    bench_case_logreg;
 
 #endif

@@ -1,6 +1,6 @@
 // bench_out.c: `dsolve bench`'s output: the table (nccl-tests style: '#' headers with units, a
 // correctness column, an OK/FAILED footer), CSV, the --json object, the crossover and the SVG plot.
-// provides: bench_out_header, bench_out_row, bench_out_footer, bench_out_csv, bench_out_json,
+// provides: bench_dtype, bench_out_header, bench_out_row, bench_out_footer, bench_out_csv, bench_out_json,
 //           bench_crossover, bench_out_svg, bench_json_key, bench_json_str, bench_json_num
 #include <math.h>
 #include <stdlib.h>
@@ -26,10 +26,15 @@ double bench_crossover(const bench_row *rows, int n)
     return from;
 }
 
-static void describe_run(const bench_run *b, char *buf, size_t len)
+const char *bench_dtype(const bench_run *b, const bench_case *c)
+{
+    return c->dtype ? c->dtype : b->f32 ? "f32" : "f64";
+}
+
+static void describe_run(const bench_run *b, const bench_case *cs, char *buf, size_t len)
 {
     const ds_ctx *c = &b->cpu;
-    int used = snprintf(buf, len, "%s, %d rank%s (%s scaling), CPU: OpenBLAS %d thread%s per rank; ", b->f32 ? "f32" : "f64",
+    int used = snprintf(buf, len, "%s, %d rank%s (%s scaling), CPU: OpenBLAS %d thread%s per rank; ", bench_dtype(b, cs),
                         c->nranks, c->nranks > 1 ? "s" : "", b->weak ? "weak" : "strong", b->threads,
                         b->threads > 1 ? "s" : "");
     if (b->have_gpu)
@@ -51,7 +56,7 @@ static void put_val(FILE *f, double v, double scale, int width)
 void bench_out_header(const bench_run *b, const bench_case *c, FILE *f)
 {
     char run[512];
-    describe_run(b, run, sizeof run);
+    describe_run(b, c, run, sizeof run);
     fprintf(f, "# dsolve bench %s: %s\n", c->name, run);
     fprintf(f, "# median of %d calls after %d warm-up; %s\n", b->repeat, b->warmup,
             b->include_transfer ? "GPU time includes host<->device copies" : "GPU time by device events, data resident");
@@ -199,13 +204,14 @@ static void json_row(FILE *f, const bench_row *r)
     fputc('}', f);
 }
 
-static void json_case(FILE *f, const bench_result *res)
+static void json_case(const bench_run *b, FILE *f, const bench_result *res)
 {
     int first = 1;
     fputc('{', f);
     bench_json_str(f, &first, "case", res->c->name);
     bench_json_str(f, &first, "unit", res->c->unit);
     bench_json_str(f, &first, "size_label", res->c->size_label);
+    bench_json_str(f, &first, "dtype", bench_dtype(b, res->c));
     bench_json_str(f, &first, "ref", res->c->ref_label);
     bench_json_num(f, &first, "crossover", res->crossover);
     bench_json_num(f, &first, "failed", res->failed);
@@ -243,7 +249,7 @@ void bench_out_json(const bench_run *b, const bench_result *res, int nres, FILE 
     for (int i = 0; i < nres; i++) {
         if (i)
             fputc(',', f);
-        json_case(f, &res[i]);
+        json_case(b, f, &res[i]);
     }
     fputs("]}\n", f);
     fflush(f);
@@ -272,7 +278,7 @@ int bench_out_svg(const bench_run *b, const bench_result *res, const char *path,
         cpu[i] = res->rows[i].cpu_s, gpu[i] = res->rows[i].gpu_s;
         refs[i] = res->rows[i].ref_s, peer[i] = res->rows[i].peer_s;
     }
-    snprintf(title, sizeof title, "dsolve bench %s (%s, %d rank%s%s)", res->c->name, b->f32 ? "f32" : "f64",
+    snprintf(title, sizeof title, "dsolve bench %s (%s, %d rank%s%s)", res->c->name, bench_dtype(b, res->c),
              b->cpu.nranks, b->cpu.nranks > 1 ? "s" : "", b->have_gpu ? "" : ", CPU only");
     snprintf(ref, sizeof ref, "GPU ref: %.40s", res->c->ref_label);
     ds_series s[4] = {{"CPU (OpenBLAS)", x, cpu, n, 0}, {"GPU", x, gpu, n, 0}};

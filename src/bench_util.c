@@ -1,7 +1,7 @@
 // bench_util.c: the helpers of bench.h that every case uses (sizes, threads, inputs, checks, timing,
 // the peer) and the CPU side's operations (OpenBLAS GEMM, a threaded add, MPI broadcast).
 // provides: bench_parse_sizes, bench_parallel, bench_fill, bench_compare, bench_host_alloc, bench_agree,
-//           bench_time, bench_peer, bench_ops_cpu
+//           bench_time, bench_median, bench_rel_diff, bench_peer, bench_ops_cpu
 #include <cblas.h>
 #include <errno.h>
 #include <limits.h>
@@ -248,6 +248,25 @@ static int time_once(ds_ctx *ctx, bench_fn fn, void *arg, double *seconds)
     return ctx->be->elapsed(ctx, 0, 1, seconds);
 }
 
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double bench_rel_diff(const double *x, const double *y, int64_t n, MPI_Comm comm)
+{
+    double s[2] = {0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        s[0] += (x[i] - y[i]) * (x[i] - y[i]);
+        s[1] += y[i] * y[i];
+    }
+    if (comm != MPI_COMM_NULL)
+        MPI_Allreduce(MPI_IN_PLACE, s, 2, MPI_DOUBLE, MPI_SUM, comm);
+    const double d = s[1] > 0 ? sqrt(s[0] / s[1]) : sqrt(s[0]);
+    return isnan(s[0]) ? INFINITY : d;
+}
+
 int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median)
 {
     double *t = calloc((size_t)b->repeat, sizeof(double));
@@ -258,11 +277,8 @@ int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median
         if (rc == DS_OK && i >= 0)
             MPI_Allreduce(&s, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     }
-    if (rc == DS_OK) {
-        qsort(t, (size_t)b->repeat, sizeof(double), cmp_double);
-        int n = b->repeat;
-        *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    }
+    if (rc == DS_OK)
+        *median = bench_median(t, b->repeat);
     free(t);
     return rc;
 }
