@@ -116,12 +116,6 @@ static int subsets_draw(ds_ctx *ctx, uint64_t seed, int64_t m, int64_t S, int64_
 // Row exchange: the rank fetches rows L[0 .. count−1] (global indices) from their owners, as fit rows
 // (x, 1, z), into A (count × (n+2), backend memory), in the order of L.
 
-static int row_owner(int64_t g, int64_t m, int p)
-{
-    int64_t base = m / p, extra = m % p, cut = extra * (base + 1);
-    return (int)(g < cut ? g / (base + 1) : extra + (g - cut) / base);
-}
-
 typedef struct ann_dev {  // the backend buffers of a training run
     const ds_mat *X;
     const double *z;  // [rows]: hidden targets (regression) or labels
@@ -161,24 +155,35 @@ static int plan_make(ds_ctx *ctx, const ann_dev *dv, const int64_t *L, int64_t c
     int *ic = malloc((size_t)p * 4 * sizeof(int)), rc = DS_OK;
     if (!pl->need || !pl->give || !pl->need_at || !pl->give_at || !pl->req || !pl->perm || !ic)
         rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
+    int64_t *start = rc == DS_OK ? malloc((size_t)(p + 1) * 8) : NULL, *fill = start ? calloc((size_t)p, 8) : NULL;
+    int32_t *owner = fill ? malloc((size_t)(count ? count : 1) * sizeof(int32_t)) : NULL;
+    if (rc == DS_OK && !owner)
+        rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
     if (rc == DS_OK) {
-        for (int64_t i = 0; i < count; i++)
-            pl->need[row_owner(L[i], dv->m, p)]++;
+        for (int r = 0; r < p; r++) {
+            int64_t rn;
+            data_partition(dv->m, p, r, &start[r], &rn);
+        }
+        start[p] = dv->m;
+        // Each neuron's rows are sorted: the owner moves by a step or two, no division needed.
+        for (int64_t i = 0, r = 0; i < count; i++) {
+            while (L[i] >= start[r + 1])
+                r++;
+            while (L[i] < start[r])
+                r--;
+            owner[i] = (int32_t)r;
+            pl->need[r]++;
+        }
         for (int r = 1; r < p; r++)
             pl->need_at[r] = pl->need_at[r - 1] + pl->need[r - 1];
-        int64_t *fill = ic ? (int64_t *)calloc((size_t)p, 8) : NULL;
-        if (!fill)
-            rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
-        for (int64_t i = 0; rc == DS_OK && i < count; i++) {
-            int r = row_owner(L[i], dv->m, p);
-            int64_t r0, rn;
-            data_partition(dv->m, p, r, &r0, &rn);
+        for (int64_t i = 0; i < count; i++) {
+            int r = owner[i];
             int64_t at = pl->need_at[r] + fill[r]++;
-            pl->req[at] = L[i] - r0;
+            pl->req[at] = L[i] - start[r];
             pl->perm[i] = at;
         }
-        free(fill);
     }
+    free(start), free(fill), free(owner);
     DS_CHECK(ctx_agree(ctx, rc));
     MPI_Alltoall(pl->need, 1, MPI_INT64_T, pl->give, 1, MPI_INT64_T, ctx->comm);
     for (int r = 1; r < p; r++)

@@ -23,10 +23,14 @@ ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 # run NP ARGS...: dsolve on NP ranks, stdout in out.txt, stderr in err.txt, the exit status in $rc.
+# bench runs the CPU side only (--backend cpu), so that the same checks hold on a GPU machine;
+# tests/test_bench_gpu.sh covers the GPU side.
 run() {
     local np=$1
     shift
-    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" >out.txt 2>err.txt
+    local cpu=()
+    [ "$1" = bench ] && cpu=(--backend cpu)
+    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" "${cpu[@]}" >out.txt 2>err.txt
     rc=$?
 }
 
