@@ -29,8 +29,8 @@ run() {
 run ann_seed_gpu 1 --repeat 10
 run ann_seed_cpu 1 --backend cpu --repeat 3
 if [ -n "$peer" ]; then
-    timeout 300 python3 "$peer" ann --xp cupy >"$out/peer_ann_cupy.json" 2>"$out/peer_ann_cupy.err" || echo "FAILED: peer ann cupy"
-    timeout 300 python3 "$peer" ann --xp numpy >"$out/peer_ann_numpy.json" 2>"$out/peer_ann_numpy.err" || echo "FAILED: peer ann numpy"
+    timeout 300 python3 "$peer" ann --xp cupy --vars 10 >"$out/peer_ann_cupy.json" 2>"$out/peer_ann_cupy.err" || echo "FAILED: peer ann cupy"
+    timeout 300 python3 "$peer" ann --xp numpy --vars 10 >"$out/peer_ann_numpy.json" 2>"$out/peer_ann_numpy.err" || echo "FAILED: peer ann numpy"
     cat "$out/peer_ann_cupy.json" "$out/peer_ann_numpy.json"
 fi
 for np in 1 2 4; do
