@@ -49,7 +49,7 @@ for part in ${parts//,/ }; do
         case $part in
             ann) jobs/gpu-ann.sh "$out/ann" "$peer" "$fashion" ;;
             logreg) DSOLVE_FASHION_DIR="$fashion" jobs/gpu-logreg.sh "$out/logreg" ;;
-            *) jobs/gpu-$part.sh "$out/$part" "$peer" ;;
+            *) DSOLVE_FASHION_DIR="$fashion" jobs/gpu-$part.sh "$out/$part" "$peer" ;;
         esac >"$out/$part.log" 2>&1
         grep -E "FAILED" "$out/$part.log"
         ;;

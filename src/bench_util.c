@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "stats.h"
 #include "rng.h"
 
 // ---------------------------------------------------------------------------------------------------
@@ -234,12 +235,6 @@ int bench_agree(bench_run *b, ds_ctx *ctx, int status)
     return rc;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, c = *(const double *)y;
-    return (a > c) - (a < c);
-}
-
 static int time_once(ds_ctx *ctx, bench_fn fn, void *arg, double *seconds)
 {
     DS_CHECK(ctx->be->mark(ctx, 0));
@@ -250,8 +245,7 @@ static int time_once(ds_ctx *ctx, bench_fn fn, void *arg, double *seconds)
 
 double bench_median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return ds_median(v, n);
 }
 
 double bench_rel_diff(const double *x, const double *y, int64_t n, MPI_Comm comm)

@@ -10,6 +10,7 @@
 #include "h5io.h"
 #include "opts.h"
 #include "report.h"
+#include "stats.h"
 
 static const ds_opt ann_table[] = {
     {"input", OPT_STRING, NULL, "F.h5", 0, 0, "training set: HDF5 with X (m × n) and y (m); without it, the built-in problem"},
@@ -113,18 +114,6 @@ static int ann_load(ds_ctx *ctx, ann_run *r)
     return DS_OK;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // One warm-up and R timed trainings when --repeat R > 1; the model of the last, median phase times.
 static int ann_timed(ds_ctx *ctx, ann_run *r)
 {
@@ -140,8 +129,8 @@ static int ann_timed(ds_ctx *ctx, ann_run *r)
             ctx_log(ctx, "warm-up training: %.3f s", r->t.total);
     }
     if (rc == DS_OK) {
-        r->t.total = median_of(v, reps), r->t.fit = median_of(v + reps, reps);
-        r->t.hidden = median_of(v + 2 * reps, reps), r->t.solve = median_of(v + 3 * reps, reps);
+        r->t.total = ds_median(v, reps), r->t.fit = ds_median(v + reps, reps);
+        r->t.hidden = ds_median(v + 2 * reps, reps), r->t.solve = ds_median(v + 3 * reps, reps);
     }
     free(v);
     return rc;

@@ -11,6 +11,7 @@
 #include "opts.h"
 #include "plot.h"
 #include "report.h"
+#include "stats.h"
 
 enum { MAX_SIZES = 16 };
 
@@ -111,19 +112,6 @@ static const char *optimizer_name(int o)
     return o == LR_GD ? "gd" : o == LR_NESTEROV ? "nesterov" : "lbfgs";
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-// The median of v[0 .. n−1] (n ≥ 1); v is sorted.
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // One size: load its rows, train, evaluate on the training rows and on the test set.
 static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t samples, lr_row *row, char *src,
                       size_t len)
@@ -144,7 +132,7 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
             times[i] = row->res.seconds;
     }
     if (rc == DS_OK)
-        row->res.seconds = median(times, reps);
+        row->res.seconds = ds_median(times, reps);
     row->test_accuracy = row->test_loss = NAN;
     if (rc == DS_OK && test->rows_global > 0) {
         if (test->cols != train.cols)

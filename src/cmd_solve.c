@@ -11,6 +11,7 @@
 #include "plot.h"
 #include "report.h"
 #include "solvebak.h"
+#include "stats.h"
 
 static const ds_opt solve_table[] = {
     {"input", OPT_STRING, NULL, "F.h5", 0, 0, "HDF5 file with X (m × n) and y (m); without it, the built-in problem"},
@@ -75,24 +76,6 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
     return data_gen_lsq(ctx, &p, r->f32, d);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-// The median of v[0 .. n−1] (n ≥ 1), v left as it was.
-static double median(const double *v, int n)
-{
-    double *s = malloc((size_t)n * sizeof(double));
-    DS_ASSERT(s);
-    memcpy(s, v, (size_t)n * sizeof(double));
-    qsort(s, (size_t)n, sizeof(double), cmp_double);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
-}
-
 // One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median time.
 static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *res)
 {
@@ -113,9 +96,9 @@ static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *r
             r->sweeps[i] = res->sweep_seconds;
         }
     }
-    res->solve_seconds = median(r->times, reps);
-    res->setup_seconds = median(r->setups, reps);
-    res->sweep_seconds = median(r->sweeps, reps);
+    res->solve_seconds = ds_median(r->times, reps);
+    res->setup_seconds = ds_median(r->setups, reps);
+    res->sweep_seconds = ds_median(r->sweeps, reps);
     return DS_OK;
 }
 

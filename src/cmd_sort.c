@@ -11,6 +11,7 @@
 #include "h5io.h"
 #include "opts.h"
 #include "report.h"
+#include "stats.h"
 #include "sort.h"
 
 static const ds_opt sort_table[] = {
@@ -115,18 +116,6 @@ static int sort_load(ds_ctx *ctx, sort_cmd *c)
     return DS_OK;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The slowest rank's times of one run: [0] the whole sort, [1..4] the phases.
 static void slowest(ds_ctx *ctx, const sort_result *r, double t[5])
 {
@@ -168,9 +157,9 @@ static int sort_timed(ds_ctx *ctx, sort_cmd *c, sort_plan *p)
         for (int k = 0; i >= 0 && k < 5; k++)
             ph[k][i] = t[k];
     }
-    c->seconds = median(ph[0], reps);
+    c->seconds = ds_median(ph[0], reps);
     for (int k = 0; k < 4; k++)
-        c->phase[k] = median(ph[k + 1], reps);
+        c->phase[k] = ds_median(ph[k + 1], reps);
     int64_t most = 0;
     MPI_Allreduce(&c->res.n, &most, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
     c->imbalance = c->n_global > 0 ? (double)most / ((double)c->n_global / ctx->nranks) : 1.0;

@@ -1,11 +1,11 @@
-# cli_lib.sh: what the command-line test scripts share (sourced, not run): a python3 with numpy and
-# h5py (exit 77 without one), a scratch directory, pass/fail counting, and `expect`.
-# Needs: dsolve and mpiexec set by the caller.
+# cli_lib.sh: what the command-line test scripts share (sourced, not run): a python3 with the modules
+# the script needs (cli_py_needs, default "numpy, h5py"; exit 77 without one), a scratch directory,
+# pass/fail counting, `expect` and `finish`. Needs: dsolve and mpiexec set by the caller.
 py=
 for p in python3 /usr/bin/python3; do
-    if "$p" -c "import numpy, h5py" 2>/dev/null; then py=$p; break; fi
+    if "$p" -c "import ${cli_py_needs:-numpy, h5py}" 2>/dev/null; then py=$p; break; fi
 done
-[ -n "$py" ] || { echo "$(basename "$0"): no python3 with numpy and h5py"; exit 77; }
+[ -n "$py" ] || { echo "$(basename "$0"): no python3 with ${cli_py_needs:-numpy, h5py}"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"

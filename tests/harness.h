@@ -1,7 +1,7 @@
 // harness.h: the shared test harness. Each CHECK prints the numbers behind a failure; test_finish
 // combines the verdict over all ranks of MPI_COMM_WORLD (when MPI is initialized) and returns the
 // process exit code (0 pass, 1 fail). GPU tests return 77 (ctest's skip code) when there is no GPU.
-// provides: CHECK, CHECK_NEAR, CHECK_EQ_INT, test_failures, test_finish, test_rel_diff
+// provides: CHECK, CHECK_NEAR, CHECK_EQ_INT, test_failures, test_finish, test_rel_diff, test_gpus_for_all
 #ifndef DS_TEST_HARNESS_H
 #define DS_TEST_HARNESS_H
 
@@ -9,6 +9,8 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "backend.h"
 
 static int test_failures_ = 0;
 static int test_checks_ = 0;
@@ -41,6 +43,23 @@ static inline double test_rel_diff(const double *x, const double *y, int64_t n)
         r += y[i] * y[i];
     }
     return r > 0 ? sqrt(d / r) : sqrt(d);
+}
+
+// Collective over MPI_COMM_WORLD: 1 when every rank has a GPU of its own (a node has at least as
+// many GPUs as ranks), else 0 on every rank (and always 0 in a build without CUDA).
+static inline int test_gpus_for_all(void)
+{
+    int rank = 0, local = 0, have = 0, all = 0;
+    MPI_Comm node;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+#ifdef DSOLVE_HAVE_CUDA
+    have = ds_cuda_device_count() >= local;
+#endif
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
 }
 
 // Combines the verdict over all ranks; rank 0 prints "N passed, N failed".

@@ -143,23 +143,6 @@ static void test_cpu(uint64_t seed)
     unsetenv("DSOLVE_TEST_A2A_CHUNK");
 }
 
-static int all_ranks_have_gpu(void)
-{
-    int rank = 0, local = 0, have, all = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-#ifdef DSOLVE_HAVE_CUDA
-    have = ds_cuda_device_count() >= local;
-#else
-    have = 0;
-#endif
-    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all;
-}
-
 static void test_gpu(uint64_t seed)
 {
     ds_ctx ctx;
@@ -179,7 +162,7 @@ int main(int argc, char **argv)
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
-    if (gpu && !all_ranks_have_gpu()) {
+    if (gpu && !test_gpus_for_all()) {
         if (rank == 0)
             printf("test_alltoallv: skipped: not every rank has a GPU of its own\n");
         MPI_Finalize();

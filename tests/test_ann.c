@@ -226,28 +226,11 @@ static void test_gpu_against_cpu(ds_ctx *cpu, ds_ctx *gpu, uint64_t seed)
     }
 }
 
-static int gpus_for_all(void)
-{
-#ifdef DSOLVE_HAVE_CUDA
-    int rank, local, have, all;
-    MPI_Comm node;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-    have = ds_cuda_device_count() >= local;
-    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all;
-#else
-    return 0;
-#endif
-}
-
 static int run_gpu(void)
 {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (!gpus_for_all()) {
+    if (!test_gpus_for_all()) {
         if (rank == 0)
             printf("test_ann gpu: skipped: not every rank has a GPU of its own\n");
         return 77;

@@ -9,18 +9,8 @@
 set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
-py=
-for p in python3 /usr/bin/python3; do
-    if "$p" -c "import json, csv, xml.etree.ElementTree" 2>/dev/null; then py=$p; break; fi
-done
-[ -n "$py" ] || { echo "test_bench_cli: no python3"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+cli_py_needs="json, csv, xml.etree.ElementTree"
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 
 # run NP ARGS...: dsolve on NP ranks, stdout in out.txt, stderr in err.txt, the exit status in $rc.
 # bench runs the CPU side only (--backend cpu), so that the same checks hold on a GPU machine;

@@ -11,14 +11,8 @@ set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
 np=${3:-1}
-py=$(command -v python3) || { echo "test_bench_gpu: no python3"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+cli_py_needs="json"
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 run() {
     timeout 600 "$mpiexec" -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$dsolve" "$@" >out.txt 2>err.txt
     rc=$?

@@ -293,15 +293,8 @@ static void test_solve(pair *p, int64_t m, int64_t n, int f32, int batch, int me
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int have = 0, all = 0, rank = 0;
+    int rank = 0, all = test_gpus_for_all();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-    have = ds_cuda_device_count() >= local;
-    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
         if (rank == 0)
             printf("test_gpu: skipped: not every rank has a GPU of its own\n");

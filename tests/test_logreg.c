@@ -234,30 +234,13 @@ static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
             }
 }
 
-static int gpus_for_all(void)
-{
-#ifdef DSOLVE_HAVE_CUDA
-    MPI_Comm node;
-    int rank, local, have, all;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-    have = ds_cuda_device_count() >= local;
-    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all;
-#else
-    return 0;
-#endif
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
-    if (gpu && !gpus_for_all()) {
+    if (gpu && !test_gpus_for_all()) {
         if (rank == 0)
             printf("test_logreg gpu: skipped: not every rank has a GPU of its own\n");
         MPI_Finalize();

@@ -9,14 +9,8 @@ set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
 mode=${3:-cli}
-py=python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+cli_py_needs="json, gzip"
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 
 if [ "$mode" = fashion ]; then
     [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || { echo "no Fashion-MNIST: skipped"; exit 77; }

@@ -7,18 +7,7 @@
 set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
-py=
-for p in python3 /usr/bin/python3; do
-    if "$p" -c "import numpy, h5py" 2>/dev/null; then py=$p; break; fi
-done
-[ -n "$py" ] || { echo "test_sort_cli: no python3 with numpy and h5py"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 
 # expect CODE PATTERN NP ARGS...: exit status CODE, stderr matching PATTERN, and no out.h5 or out.h5.part.
 expect() {
