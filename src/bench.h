@@ -68,6 +68,7 @@ typedef struct bench_case {
     const char *default_sizes;  // in --sizes syntax
     const char *ref_label;      // what ref_s measures ("" when the case has none)
     const char *dtype;          // the element type when the case fixes it, NULL when --dtype sets it
+    const char *timing;         // how the GPU side is timed when not by device events around the call (NULL: by them)
     // Bytes of host and device memory per rank that one size needs; DS_ERR_INPUT with a message for
     // a size the case cannot run (e.g. fewer rows than ranks). Not collective.
     int (*need)(bench_run *b, int64_t size, double *host_bytes, double *dev_bytes, ds_msg *msg);

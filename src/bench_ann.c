@@ -229,4 +229,5 @@ const bench_case bench_case_ann = {
     .run = ann_case_run,
     .dtype = "f64",
     .available = NULL,
+    .timing = "both sides timed as training wall time between synchronised points (host work inside)",
 };

@@ -59,7 +59,9 @@ void bench_out_header(const bench_run *b, const bench_case *c, FILE *f)
     describe_run(b, c, run, sizeof run);
     fprintf(f, "# dsolve bench %s: %s\n", c->name, run);
     fprintf(f, "# median of %d calls after %d warm-up; %s\n", b->repeat, b->warmup,
-            b->include_transfer ? "GPU time includes host<->device copies" : "GPU time by device events, data resident");
+            b->include_transfer ? "GPU time includes host<->device copies"
+            : c->timing         ? c->timing
+                                : "GPU time by device events, data resident");
     if (c->ref_label[0] && b->have_gpu)
         fprintf(f, "# ref: %s\n", c->ref_label);
     fprintf(f, "#\n# %10s %22s %9s %10s %9s %10s %8s %9s %10s %7s %9s %9s %8s %9s %7s %7s %9s %9s %7s %7s %7s\n", c->size_label,
