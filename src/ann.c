@@ -116,6 +116,12 @@ static int subsets_draw(ds_ctx *ctx, uint64_t seed, int64_t m, int64_t S, int64_
 // Row exchange: the rank fetches rows L[0 .. count−1] (global indices) from their owners, as fit rows
 // (x, 1, z), into A (count × (n+2), backend memory), in the order of L.
 
+// The training targets (see targets_map): z for the hidden fits, tc for the output layer.
+typedef struct ann_targets {
+    double *z, *tc;           // [rows], host
+    double tc_scale, tc_shift;  // y = tc_scale·tc + tc_shift
+} ann_targets;
+
 typedef struct ann_dev {  // the backend buffers of a training run
     const ds_mat *X;
     const double *z;  // [rows]: hidden targets (regression) or labels
@@ -165,6 +171,7 @@ static int plan_make(ds_ctx *ctx, const ann_dev *dv, const int64_t *L, int64_t c
             data_partition(dv->m, p, r, &start[r], &rn);
         }
         start[p] = dv->m;
+        DS_ASSERT(start[ctx->rank] == dv->row0);  // the rows are blocked as data_partition blocks them
         // Each neuron's rows are sorted: the owner moves by a step or two, no division needed.
         for (int64_t i = 0, r = 0; i < count; i++) {
             while (L[i] >= start[r + 1])
@@ -184,7 +191,10 @@ static int plan_make(ds_ctx *ctx, const ann_dev *dv, const int64_t *L, int64_t c
         }
     }
     free(start), free(fill), free(owner);
-    DS_CHECK(ctx_agree(ctx, rc));
+    if (ctx_agree(ctx, rc) != DS_OK) {
+        free(ic);
+        return ctx->agreed_failure;
+    }
     MPI_Alltoall(pl->need, 1, MPI_INT64_T, pl->give, 1, MPI_INT64_T, ctx->comm);
     for (int r = 1; r < p; r++)
         pl->give_at[r] = pl->give_at[r - 1] + pl->give[r - 1];
@@ -193,7 +203,10 @@ static int plan_make(ds_ctx *ctx, const ann_dev *dv, const int64_t *L, int64_t c
     rc = pl->served ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
     if (rc == DS_OK && (pl->n_served > ANN_MAX_INDEX_COUNT || count > ANN_MAX_INDEX_COUNT))
         rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "row exchange of more than %d rows in one round", INT_MAX);
-    DS_CHECK(ctx_agree(ctx, rc));
+    if (ctx_agree(ctx, rc) != DS_OK) {
+        free(ic);
+        return ctx->agreed_failure;
+    }
     int *sc = ic, *sd = ic + p, *rcn = ic + 2 * p, *rd = ic + 3 * p;
     for (int r = 0; r < p; r++)
         sc[r] = (int)pl->need[r], sd[r] = (int)pl->need_at[r], rcn[r] = (int)pl->give[r], rd[r] = (int)pl->give_at[r];
@@ -294,7 +307,7 @@ static int fit_hidden(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const 
     // Per neuron: A and the rows sent and received (3 × S rows of n + 2), its Gram (g²), targets (2 S).
     const int64_t g = S >= n1 ? n1 : S, neuron_bytes = (3 * S * (n + 2) + g * g + 2 * S) * (int64_t)sizeof(double);
     int64_t per_round = ann_budget(ctx, o) / neuron_bytes;
-    per_round = per_round < 1 ? 1 : per_round;
+    per_round = per_round < 1 ? 1 : per_round > INT_MAX / S ? INT_MAX / S : per_round;  // MPI and BLAS int counts
     const int64_t kmax = (K + ctx->nranks - 1) / ctx->nranks, rounds = (kmax + per_round - 1) / per_round;
     const int64_t nb_max = kn < per_round ? kn : per_round;
     double *W_mine = malloc((size_t)(kn ? kn : 1) * (size_t)n1 * sizeof(double));
@@ -343,27 +356,29 @@ static int fit_hidden(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const 
 static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
 {
     int64_t c = ann_budget(ctx, o) / (ld * (int64_t)sizeof(double));
-    c = c < 1 ? 1 : c;
+    c = c < 1 ? 1 : c > INT_MAX ? INT_MAX : c;  // BLAS takes int sizes
     return c < rows ? c : rows > 0 ? rows : 1;
 }
 
 static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                       int64_t ld, double *acc, int64_t gsize)
+                       const double *tc, int64_t ld, double *acc, int64_t gsize)
 {
     const ds_backend *be = ctx->be;
     const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
     const int64_t ch = chunk_rows(ctx, o, ld, d->X.rows);
     void *H = NULL, *tmp = NULL;
     int rc = be->alloc(ctx, &H, (size_t)(ch * ld) * sizeof(double));
+    if (rc == DS_OK)  // a rank without rows still adds its (zero) share
+        rc = be->fill(ctx, acc, gsize, 0.0);
     if (rc == DS_OK && d->X.rows > ch)
         rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
     for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
         int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
         const double *Xc = (const double *)d->X.data + r * n;
-        rc = ops->forward(ctx, Xc, nr, n, Wd, K, d->y + r, outputs, H, ld);
+        rc = ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, H, ld);
         ds_mat Hm = {H, nr, ld, 0};
         if (rc == DS_OK)
-            rc = be->gram(ctx, &Hm, d->y + r, r == 0 ? acc : tmp);
+            rc = be->gram(ctx, &Hm, tc + r, r == 0 ? acc : tmp);
         if (rc == DS_OK && r > 0)
             rc = ops->add(ctx, acc, tmp, gsize);
     }
@@ -404,7 +419,7 @@ static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64
 }
 
 static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                        ann_model *m, ann_times *t)
+                        const double *tc, const ann_targets *tg, ann_model *m, ann_times *t)
 {
     const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = ld * ld + ld + 1;
     void *acc = NULL, *Vd = NULL;
@@ -414,7 +429,7 @@ static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
     rc = ctx_agree(ctx, rc);
     double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = output_gram(ctx, ops, d, o, Wd, ld, acc, gsize);
+        rc = output_gram(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
     double t1 = MPI_Wtime();
     if (rc == DS_OK)
         rc = output_ridge(ctx, o, acc, ld, K1, &m->ridge);
@@ -422,6 +437,11 @@ static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
         rc = ops->solve(ctx, acc, ld, K1, m->outputs, m->ridge, Vd, m->route, sizeof m->route);
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, m->V, Vd, (size_t)(K1 * m->outputs) * sizeof(double));
+    if (rc == DS_OK && !o->classes) {  // back from the centred and scaled target to y
+        for (int64_t k = 0; k < K1; k++)
+            m->V[k] *= tg->tc_scale;
+        m->V[K1 - 1] += tg->tc_shift;
+    }
     for (int64_t i = 0; rc == DS_OK && i < K1 * m->outputs; i++)
         if (!isfinite(m->V[i]))
             rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's solution is not finite (route %s, ridge %.3g)",
@@ -459,32 +479,47 @@ static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int class
     return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y of row %lld is not finite", d->source, (long long)(d->row0 + bad));
 }
 
-// z from y (host copy y of the rank's rows): the map, agreed over ranks, and arctanh; labels as they are.
-static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const double *y, ann_model *m, double *z)
+// The training targets from y (host copy of the rank's rows), agreed over ranks:
+//   z  (hidden fits): arctanh of y mapped into [−ANN_TARGET, ANN_TARGET] (left as it is when already
+//      inside), computed as y_scale·(y − min) − ANN_TARGET so that a large offset cancels exactly;
+//   tc (output layer): (y − mean) / spread, so that HᵀT keeps its digits whatever y's offset; the
+//      solution is scaled back (tc_scale, tc_shift). With classes both are the labels.
+static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const double *y, ann_model *m,
+                       ann_targets *tg)
 {
     const int64_t rows = d->X.rows;
-    double lo = INFINITY, hi = -INFINITY, glo, ghi;
+    double lo = INFINITY, hi = -INFINITY, glo, ghi, sum[2] = {0, (double)rows}, gsum[2];
     for (int64_t i = 0; i < rows; i++)
-        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi;
+        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi, sum[0] += y[i];
     MPI_Allreduce(&lo, &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
     MPI_Allreduce(&hi, &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    MPI_Allreduce(sum, gsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm);
     m->y_scale = 1, m->y_shift = 0;
+    tg->tc_scale = 1, tg->tc_shift = 0;
     if (o->classes) {
-        memcpy(z, y, (size_t)rows * sizeof(double));
+        memcpy(tg->z, y, (size_t)rows * sizeof(double));
+        memcpy(tg->tc, y, (size_t)rows * sizeof(double));
         return DS_OK;
     }
     if (!(ghi > glo))
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", d->source, glo);
-    if (glo < -ANN_TARGET || ghi > ANN_TARGET) {
+    const int map = glo < -ANN_TARGET || ghi > ANN_TARGET;
+    if (map) {
         m->y_scale = 2 * ANN_TARGET / (ghi - glo);
         m->y_shift = -ANN_TARGET - m->y_scale * glo;
     }
-    for (int64_t i = 0; i < rows; i++)
-        z[i] = atanh(m->y_scale * y[i] + m->y_shift);
+    tg->tc_shift = gsum[0] / gsum[1];
+    tg->tc_scale = 0.5 * (ghi - glo);
+    for (int64_t i = 0; i < rows; i++) {
+        double u = map ? m->y_scale * (y[i] - glo) - ANN_TARGET : y[i];
+        u = u < -ANN_TARGET ? -ANN_TARGET : u > ANN_TARGET ? ANN_TARGET : u;
+        tg->z[i] = atanh(u);
+        tg->tc[i] = (y[i] - tg->tc_shift) / tg->tc_scale;
+    }
     return DS_OK;
 }
 
-static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, double *z)
+static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_targets *tg)
 {
     const int64_t rows = d->X.rows;
     double *y = malloc((size_t)(rows ? rows : 1) * sizeof(double));
@@ -494,7 +529,7 @@ static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_mo
         rc = targets_bad(ctx, d, y, o->classes);
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, targets_map(ctx, d, o, y, m, z));
+        rc = ctx_agree(ctx, targets_map(ctx, d, o, y, m, tg));
     free(y);
     return rc;
 }
@@ -511,6 +546,9 @@ static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t
                        (long long)m);
     if (d->X.f32)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs");
+    if (o->classes && o->neurons < o->classes)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--neurons %lld is fewer than the %d classes: each class needs a neuron",
+                       (long long)o->neurons, o->classes);
     return DS_OK;
 }
 
@@ -526,32 +564,39 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
                      .subset = S, .seed = o->seed};
     m->W = malloc((size_t)(K * (n + 1)) * sizeof(double));
     m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
-    double *z = malloc((size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
-    void *zd = NULL, *Wd = NULL;
-    int rc = m->W && m->V && z ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    const size_t rb = (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double);
+    ann_targets tg = {malloc(rb), malloc(rb), 1, 0};
+    void *zd = NULL, *tcd = NULL, *Wd = NULL;
+    int rc = m->W && m->V && tg.z && tg.tc ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
-        rc = targets_make(ctx, d, o, m, z);
-    ctx->be->sync(ctx);
+        rc = targets_make(ctx, d, o, m, &tg);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ctx->be->sync(ctx));
     MPI_Barrier(ctx->comm);  // the phases start together; the targets are set-up, not training
     double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, upload_new(ctx, &zd, z, (size_t)d->X.rows * sizeof(double)));
+        rc = ctx_agree(ctx, upload_new(ctx, &zd, tg.z, (size_t)d->X.rows * sizeof(double)));
     ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
     if (rc == DS_OK)
         rc = fit_hidden(ctx, ops, &dv, o, S, m);
     double t1 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double)));
+        rc = upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
     if (rc == DS_OK)
-        rc = output_solve(ctx, ops, d, o, Wd, m, t);
+        rc = upload_new(ctx, &tcd, tg.tc, (size_t)d->X.rows * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = output_solve(ctx, ops, d, o, Wd, tcd, &tg, m, t);
     t->fit = t1 - t0;
     t->total = MPI_Wtime() - t0;
     if (zd)
         ctx->be->free(ctx, zd);
     if (Wd)
         ctx->be->free(ctx, Wd);
-    free(z);
+    if (tcd)
+        ctx->be->free(ctx, tcd);
+    free(tg.z), free(tg.tc);
     return rc;
 }
 
@@ -626,6 +671,8 @@ static void metrics_of(ds_ctx *ctx, const ann_model *m, const double *P, const d
 int ann_predict(ds_ctx *ctx, const ann_model *m, const ds_data *d, int has_y, double *P, ann_metrics *met)
 {
     const int64_t rows = d->X.rows;
+    if (d->X.f32)
+        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs"));
     if (d->X.cols != m->n)
         return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld columns; the model takes %lld", d->source,
                                       (long long)d->X.cols, (long long)m->n));

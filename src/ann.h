@@ -54,7 +54,8 @@ typedef struct ann_metrics {
     double accuracy;     // fraction of rows whose largest output is their label (NaN for regression)
 } ann_metrics;
 
-// Trains on d (labels as doubles in d->y when o->classes > 0). Collective; m is filled on every rank.
+// Trains on d (labels as doubles in d->y when o->classes > 0). Collective; m is filled on every rank
+// and holds allocations (ann_model_free) even when training fails.
 // DS_ERR_INPUT for a constant y or labels out of range, DS_ERR_USAGE for neurons > rows or a subset
 // larger than the rows.
 int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t);

@@ -49,15 +49,17 @@ int ann_model_write(ds_ctx *ctx, const ann_model *m, const char *path, const cha
 
 static int model_attrs(const char *path, ann_model *m, ds_msg *msg)
 {
-    double classes, ys, ysh, ridge = 0, subset = 0, seed = 0;
+    double classes, ys = 1, ysh = 0, ridge = 0, subset = 0, seed = 0;
     DS_CHECK(h5io_read_attr_num(path, "V", "classes", &classes, msg));
-    DS_CHECK(h5io_read_attr_num(path, "V", "y_scale", &ys, msg));
-    DS_CHECK(h5io_read_attr_num(path, "V", "y_shift", &ysh, msg));
-    ds_msg ignore = {{0}};  // informative only: absent in hand-made models
+    ds_msg ignore = {{0}};  // informative only (prediction does not use them): absent in hand-made models
+    h5io_read_attr_num(path, "V", "y_scale", &ys, &ignore);
+    h5io_read_attr_num(path, "V", "y_shift", &ysh, &ignore);
     h5io_read_attr_num(path, "V", "ridge", &ridge, &ignore);
     h5io_read_attr_num(path, "V", "subset", &subset, &ignore);
     h5io_read_attr_num(path, "V", "seed", &seed, &ignore);
-    if (classes < 0 || classes != floor(classes) || (classes > 0 && classes != (double)m->outputs) ||
+    subset = subset >= 0 && subset < 9e18 ? subset : 0;
+    seed = seed >= 0 && seed < 1.8e19 ? seed : 0;
+    if (classes < 0 || classes == 1 || classes != floor(classes) || (classes > 0 && classes != (double)m->outputs) ||
         (classes == 0 && m->outputs != 1))
         return ds_fail(msg, DS_ERR_INPUT, "%s: attribute classes = %g does not match /V's %lld columns", path, classes,
                        (long long)m->outputs);
@@ -78,6 +80,14 @@ static int model_read_file(const char *path, ann_model *m, ds_msg *msg)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset /V has %lld rows; /W's %lld neurons need %lld", path,
                        (long long)vr, (long long)wr, (long long)(wr + 1));
     m->n = wc - 1, m->neurons = wr, m->outputs = vc;
+    double declared;
+    ds_msg ignore = {{0}};
+    const char *shape[] = {"inputs", "neurons", "outputs"};
+    const int64_t actual[] = {m->n, m->neurons, m->outputs};
+    for (int i = 0; i < 3; i++)  // present in dsolve's models: they must agree with /W and /V
+        if (h5io_read_attr_num(path, "V", shape[i], &declared, &ignore) == DS_OK && declared != (double)actual[i])
+            return ds_fail(msg, DS_ERR_INPUT, "%s: attribute %s = %g, but /W and /V hold %lld", path, shape[i], declared,
+                           (long long)actual[i]);
     DS_CHECK(model_attrs(path, m, msg));
     for (int64_t i = 0; i < wr * wc; i++)
         if (!isfinite(m->W[i]))

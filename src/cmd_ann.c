@@ -21,7 +21,7 @@ static const ds_opt ann_table[] = {
     {"labels", OPT_STRING, "labels", "NAME", 0, 0, "dataset holding the integer labels (with --classes)"},
     {"idx", OPT_STRING, NULL, "DIR", 0, 0, "MNIST-layout directory (train-* and t10k-* IDX files, gzip or not) instead of --input"},
     {"neurons", OPT_INT, "1000", "K", 1, 1e7, "hidden neurons"},
-    {"subset", OPT_INT, "0", "S", 0, 1e15, "rows each neuron is fitted on (0: rows / neurons)"},
+    {"subset", OPT_INT, "0", "ROWS", 0, 1e15, "rows each neuron is fitted on (0: rows / neurons)"},
     {"ridge", OPT_DOUBLE, NULL, "L", 0, 1e300, "lambda of the output layer (default: 1e-10 x the mean diagonal of H'H)"},
     {"seed", OPT_INT, "0", "S", 0, 9e18, "seed of the subsets (and of the built-in problem: test set seed + 1)"},
     {"rows", OPT_INT, "100000", "M", 1, 1e15, "rows of the built-in problem's training set"},
@@ -73,6 +73,8 @@ static int ann_parse(int argc, char **argv, ann_run *r, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "--idx reads a labelled set: give --classes (10 for MNIST)");
     if (r->o.classes == 1)
         return ds_fail(msg, DS_ERR_USAGE, "--classes 1 is not a classification: give 2 or more, or 0 for regression");
+    if (r->o.classes && opts_given(a, "plot"))
+        return ds_fail(msg, DS_ERR_USAGE, "--plot draws predicted against actual y: it needs a regression (no --classes)");
     if (r->o.classes && !opts_given(a, "input") && !opts_given(a, "idx"))
         return ds_fail(msg, DS_ERR_USAGE, "--classes needs a labelled set: --input F.h5 (with --labels) or --idx DIR");
     if ((opts_given(a, "input") || opts_given(a, "idx")) && (opts_given(a, "rows") || opts_given(a, "test-rows") || opts_given(a, "cols") ||

@@ -60,7 +60,8 @@ static int predict_body(ds_ctx *ctx, predict_run *r)
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ann_model_read(ctx, opts_str(a, "model"), &r->m));
     const char *yname = opts_str(a, r->m.classes ? "labels" : "y-dataset");
-    r->has_y = h5io_has_dataset(in, yname);
+    int has = h5io_has_dataset(in, yname);  // every rank must take the same path: agree on what was seen
+    MPI_Allreduce(&has, &r->has_y, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (opts_given(a, "plot") && (!r->has_y || r->m.classes))
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--plot draws predicted against actual y: it needs a regression model "
                        "and an input with %s", yname);

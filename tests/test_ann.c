@@ -42,7 +42,7 @@ static trained train_on(ds_ctx *ctx, int64_t rows, int64_t cols, uint64_t seed, 
 {
     trained t;
     memset(&t, 0, sizeof t);
-    ds_data d, e;
+    ds_data d = {0}, e = {0};
     ann_times times;
     t.rc = make_data(ctx, rows, cols, seed, o->classes, &d);
     if (t.rc == DS_OK)

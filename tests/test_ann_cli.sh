@@ -21,6 +21,7 @@ def write(name, **d):
         for k, v in d.items(): f[k] = v
 X, y = problem(400, 3); Xt, yt = problem(300, 3)
 write("train.h5", X=X, y=y); write("test.h5", X=Xt, y=yt)
+write("offset.h5", X=X, y=1e9 + y); write("offset_test.h5", X=Xt, y=1e9 + yt)
 write("const.h5", X=X, y=np.full(400, 0.25))
 yn = y.copy(); yn[17] = np.nan; write("nany.h5", X=X, y=yn)
 write("wide.h5", X=np.hstack([Xt, Xt[:, :1]]), y=yt)
@@ -50,6 +51,8 @@ expect 2 "--subset" 1 ann --input train.h5 --subset -1 --output out.h5
 expect 2 "--neurons" 1 ann --input train.h5 --neurons 0 --output out.h5
 expect 2 "--classes needs a labelled set" 1 ann --classes 3
 expect 2 "--idx reads a labelled set" 1 ann --idx idx
+expect 2 "it needs a regression" 1 ann --input cls.h5 --classes 3 --plot p.svg
+expect 2 "--neurons 2 is fewer than the 3 classes" 2 ann --input cls.h5 --classes 3 --neurons 2 --output out.h5
 expect 3 "missing.h5: no such file" 2 ann --input missing.h5 --output out.h5
 expect 3 "/labels" 1 ann --input train.h5 --classes 3 --output out.h5
 expect 3 "none: no such directory" 1 ann --idx "$work/none" --classes 3 --output out.h5
@@ -101,6 +104,19 @@ expect 3 "nov.h5: dataset /V: not found" 2 predict --model nov.h5 --input test.h
 expect 3 "noattr.h5: dataset /V: attribute classes: not found" 1 predict --model noattr.h5 --input test.h5 --output out.h5
 expect 3 "short.h5: dataset /V has 40 rows" 1 predict --model short.h5 --input test.h5 --output out.h5
 expect 2 "predict needs --model and --input" 1 predict --model model.h5
+"$py" -c "
+import h5py
+with h5py.File('model.h5') as a, h5py.File('lying.h5', 'w') as b:
+    b['W'] = a['W'][...]; b['V'] = a['V'][...]
+    for k, v in a['V'].attrs.items(): b['V'].attrs[k] = v
+    b['V'].attrs['neurons'] = 41
+"
+expect 3 "lying.h5: attribute neurons = 41, but /W and /V hold 40" 1 predict --model lying.h5 --input test.h5 --output out.h5
+
+# A y far from 0 (an offset of 1e9 over a spread of 1): the targets are centred, so the fit keeps its digits.
+"$mpiexec" -np 2 "$dsolve" ann --input offset.h5 --test offset_test.h5 --neurons 40 --json >offset.json 2>stderr.txt \
+    && "$py" -c "import json,sys; j=json.load(open('offset.json')); sys.exit(0 if j['test_r'] > 0.999 and j['failed_neurons'] == 0 else 1)" \
+    && ok || bad "offset y: $(cat offset.json stderr.txt)"
 
 # Classes, from HDF5 and from IDX files.
 "$mpiexec" -np 2 "$dsolve" ann --input cls.h5 --test cls_test.h5 --classes 3 --neurons 60 --output cmodel.h5 --json \
