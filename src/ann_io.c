@@ -116,16 +116,16 @@ static int predictions_block(const ann_model *m, const ds_data *d, const double 
     DS_CHECK(h5io_write_rows(tmp, "yhat", d->row0, rows, m->classes ? C : 0, 0, P, msg));
     if (!m->classes)
         return DS_OK;
-    double *cls = malloc((size_t)(rows ? rows : 1) * sizeof(double));
+    int64_t *cls = malloc((size_t)(rows ? rows : 1) * sizeof(int64_t));
     if (!cls)
         return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
     for (int64_t i = 0; i < rows; i++) {
         int64_t best = 0;
         for (int64_t c = 1; c < C; c++)
             best = P[i * C + c] > P[i * C + best] ? c : best;
-        cls[i] = (double)best;
+        cls[i] = best;
     }
-    int rc = h5io_write_rows(tmp, "class", d->row0, rows, 0, 0, cls, msg);
+    int rc = h5io_write_keys(tmp, "class", H5IO_KEY_I64, d->row0, rows, cls, msg);
     free(cls);
     return rc;
 }
@@ -138,7 +138,7 @@ int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, con
     if (ctx->rank == 0) {
         rc = h5io_create_dataset(tmp, 1, "yhat", d->rows_global, m->classes ? m->outputs : 0, &ctx->msg);
         if (rc == DS_OK && m->classes)
-            rc = h5io_create_dataset(tmp, 0, "class", d->rows_global, 0, &ctx->msg);
+            rc = h5io_create_keys(tmp, 0, "class", H5IO_KEY_I64, d->rows_global, &ctx->msg);
     }
     rc = ctx_agree(ctx, rc);
     for (int turn = 0; rc == DS_OK && turn < ctx->nranks; turn++)

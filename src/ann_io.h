@@ -14,8 +14,9 @@ int ann_model_write(ds_ctx *ctx, const ann_model *m, const char *path, const cha
 // Collective.
 int ann_model_read(ds_ctx *ctx, const char *path, ann_model *m);
 
-// /yhat (rows, or rows × outputs for classes) and, for classes, /class (the argmax), written by the
-// ranks in turns to a temporary file that is renamed when every rank has written. P: the rank's rows.
+// /yhat (rows, or rows × outputs for classes) and, for classes, /class (int64: the largest output),
+// written by the ranks in turns to a temporary file that is renamed when every rank has written.
+// P: the rank's rows.
 int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, const double *P, const char *path);
 
 // Rank 0 draws predicted against actual (regression) for at most about 4 000 rows sampled evenly over

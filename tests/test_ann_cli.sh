@@ -131,7 +131,7 @@ assert j["classes"] == 3 and j["train_accuracy"] > 0.85 and j["test_accuracy"] >
 assert abs(p["accuracy"] - j["test_accuracy"]) < 1e-8, (p, j)
 with h5py.File("cpred.h5") as f, h5py.File("cls_test.h5") as t:
     c, yh = f["class"][...], f["yhat"][...]
-    assert yh.shape == (300, 3) and np.array_equal(c, yh.argmax(1)), "class"
+    assert yh.shape == (300, 3) and c.dtype == np.int64 and np.array_equal(c, yh.argmax(1)), "class"
     assert abs((c == t["labels"][...]).mean() - p["accuracy"]) < 1e-8
 assert k["test_rows"] == 200 and k["test_accuracy"] > 0.9, k
 PY
