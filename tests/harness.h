@@ -1,7 +1,8 @@
 // harness.h: the shared test harness. Each CHECK prints the numbers behind a failure; test_finish
 // combines the verdict over all ranks of MPI_COMM_WORLD (when MPI is initialized) and returns the
 // process exit code (0 pass, 1 fail). GPU tests return 77 (ctest's skip code) when there is no GPU.
-// provides: CHECK, CHECK_NEAR, CHECK_EQ_INT, test_failures, test_finish, test_rel_diff, test_gpus_for_all
+// provides: CHECK, CHECK_NEAR, CHECK_EQ_INT, test_failures, test_finish, test_rel_diff, test_gpus_for_all,
+//           test_seed
 #ifndef DS_TEST_HARNESS_H
 #define DS_TEST_HARNESS_H
 
@@ -9,6 +10,8 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "backend.h"
 
@@ -60,6 +63,20 @@ static inline int test_gpus_for_all(void)
 #endif
     MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all;
+}
+
+// Collective: the seed of a test's fresh random inputs, DSOLVE_TEST_SEED or the clock, the same on
+// every rank; rank 0 prints it under name so that a failure can be replayed.
+static inline uint64_t test_seed(const char *name)
+{
+    const char *env = getenv("DSOLVE_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    int rank = 0;
+    MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        printf("%s: seed %llu (DSOLVE_TEST_SEED replays it)\n", name, (unsigned long long)seed);
+    return seed;
 }
 
 // Combines the verdict over all ranks; rank 0 prints "N passed, N failed".

@@ -236,11 +236,7 @@ static int run_gpu(void)
         return 77;
     }
 #ifdef DSOLVE_HAVE_CUDA
-    const char *env = getenv("DSOLVE_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_ann gpu: seed %llu (DSOLVE_TEST_SEED replays it)\n", (unsigned long long)seed);
+    uint64_t seed = test_seed("test_ann gpu");
     ds_ctx cpu, gpu;
     CHECK(ctx_open(&cpu, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", cpu.msg.text);
     CHECK(ctx_open(&gpu, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", gpu.msg.text);

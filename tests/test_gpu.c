@@ -302,11 +302,7 @@ int main(int argc, char **argv)
         return 77;
     }
     pair p;
-    const char *env = getenv("DSOLVE_TEST_SEED");
-    p.seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    MPI_Bcast(&p.seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_gpu: seed %llu (DSOLVE_TEST_SEED replays it)\n", (unsigned long long)p.seed);
+    p.seed = test_seed("test_gpu");
     CHECK(ctx_open(&p.cpu, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", p.cpu.msg.text);
     CHECK(ctx_open(&p.gpu, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", p.gpu.msg.text);
     if (test_failures_ == 0) {

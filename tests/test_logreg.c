@@ -246,11 +246,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    const char *env = getenv("DSOLVE_TEST_SEED");
-    seed_ = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    MPI_Bcast(&seed_, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_logreg %s: seed %llu (DSOLVE_TEST_SEED replays it)\n", gpu ? "gpu" : "cpu", (unsigned long long)seed_);
+    seed_ = test_seed(gpu ? "test_logreg gpu" : "test_logreg cpu");
     ds_ctx a, b;
     CHECK(ctx_open(&a, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", a.msg.text);
     if (gpu) {

@@ -243,11 +243,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    const char *env = getenv("DSOLVE_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_sort %s: seed %llu (DSOLVE_TEST_SEED replays it)\n", gpu ? "gpu" : "cpu", (unsigned long long)seed);
+    uint64_t seed = test_seed(gpu ? "test_sort gpu" : "test_sort cpu");
     ds_ctx ctx;
     int rc = ctx_open(&ctx, MPI_COMM_WORLD, gpu ? "cuda" : "cpu");
     CHECK(rc == DS_OK, "ctx: %s", ctx.msg.text);
