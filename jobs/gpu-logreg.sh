@@ -4,7 +4,8 @@
 # DSOLVE_FASHION_DIR). One JSON per run in OUT_DIR, a summary.txt, and a FAILED line per failed run.
 #   1 GPU: the default run (softmax, L-BFGS, 100 iterations, f32) and its f64 twin; the seed's run
 #   (one-vs-rest, gd, lr 0.1, 10 iterations, 60 000 samples; f64 and f32); 100 gd iterations
-#   (time per iteration); the --samples sweep 60, 600, 6 000, 60 000.
+#   (time per iteration; f32 also through the two-GEMM route, DSOLVE_LOGREG_UNFUSED=1); the --samples
+#   sweep 60, 600, 6 000, 60 000.
 #   2 and 4 GPUs (when present): the default run data-parallel.
 # Timed runs use --repeat (one warm-up, the median of the rest). Takes well under 3 minutes.
 set -uo pipefail
@@ -22,7 +23,9 @@ run() {
     local name=$1 np=$2
     shift 2
     [ "$np" -le "$ngpu" ] || return 0
-    timeout 120 mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$dsolve" logreg --backend cuda --data "$data" \
+    local xs=()
+    [ -z "${DSOLVE_LOGREG_UNFUSED:-}" ] || xs=(-x DSOLVE_LOGREG_UNFUSED)
+    timeout 120 mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "${xs[@]}" "$dsolve" logreg --backend cuda --data "$data" \
         --json --quiet "$@" >"$out/$name.json" 2>"$out/$name.err" || echo "FAILED: $name: $(tail -2 "$out/$name.err")"
 }
 
@@ -31,6 +34,7 @@ run default_f64_np1 1 --precision f64 --repeat 5
 run seed_gd10_f64 1 --model ovr --optimizer gd --lr 0.1 --iters 10 --precision f64 --repeat 20
 run seed_gd10_f32 1 --model ovr --optimizer gd --lr 0.1 --iters 10 --precision f32 --repeat 20
 run gd100_f32 1 --optimizer gd --lr 0.05 --iters 100 --repeat 10
+DSOLVE_LOGREG_UNFUSED=1 run gd100_f32_gemm 1 --optimizer gd --lr 0.05 --iters 100 --repeat 10
 run gd100_f64 1 --optimizer gd --lr 0.05 --iters 100 --precision f64 --repeat 10
 run nesterov300_f32 1 --optimizer nesterov --lr 0.05 --iters 300 --repeat 3
 run sweep_np1 1 --samples 60,600,6000,60000 --repeat 3

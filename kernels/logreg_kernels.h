@@ -3,7 +3,7 @@
 // All pointers are device memory; the contracts are those of lr_ops in src/logreg.h. Only
 // src/logreg_cuda.c and kernels/logreg.cu include this header (named apart from src/logreg.h).
 // provides: lrk_row_blocks, lrk_to_f32, lrk_rows, lrk_reduce, lrk_finish, lrk_gd, lrk_nesterov,
-//           lrk_lbfgs_dir, lrk_axpy, lrk_lbfgs_accept
+//           lrk_lbfgs_dir, lrk_axpy, lrk_lbfgs_accept, lrk_fused_plan, lrk_fused_pass, lrk_fused_reduce
 #ifndef DS_KERNELS_LOGREG_H
 #define DS_KERNELS_LOGREG_H
 
@@ -42,6 +42,22 @@ cudaError_t lrk_lbfgs_dir(const double *g, const double *S, const double *Y, con
 cudaError_t lrk_axpy(double *out, const double *W, double alpha, const double *d, int64_t n, cudaStream_t stream);
 cudaError_t lrk_lbfgs_accept(double *W, double *g, const double *Wt, const double *gt, double *s, double *y,
                              double *rho, int64_t n, cudaStream_t stream);
+
+// The fused pass over f32 X (kernels/logreg_fused.cu), for D ≤ 1024 columns and K ≤ 16 classes.
+// lrk_fused_plan: the most CTAs lrk_fused_pass launches on the current device (0: not available for
+// this shape); partG needs that many · D·K floats and partials twice that many doubles.
+int lrk_fused_plan(int64_t D, int K);
+
+// The partial sums of lr_ops.pass, per CTA: partG[b·D·K + j·K + k] = Σ X[i][j]·(P − Y)[i][k] over the
+// CTA's rows (grad only), partials[2b], [2b+1] = Σ loss, Σ correct; *blocks = the CTAs launched
+// (≤ max_blocks). W: D × K doubles (j·K + k), rounded to float.
+cudaError_t lrk_fused_pass(const float *X, int64_t n, int64_t D, const double *W, const int32_t *labels, int K,
+                           int model, int grad, int max_blocks, float *partG, double *partials, int *blocks,
+                           cudaStream_t stream);
+
+// gbuf[0 .. dk) = Σ_b partG (grad only), gbuf[dk], gbuf[dk+1] = Σ loss, Σ correct; b in order.
+cudaError_t lrk_fused_reduce(const float *partG, const double *partials, int blocks, int64_t dk, int grad,
+                             double *gbuf, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
-// logreg_cuda.c: the CUDA lr_ops: cuBLAS GEMMs (DGEMM, or SGEMM on f32 X) for the logits and the
-// gradient, kernels/logreg.cu for the fused row pass and the optimisers. Everything is queued on the
-// backend's stream; nothing here waits on the device or allocates after open.
+// logreg_cuda.c: the CUDA lr_ops. f32 X of up to 1024 columns and 16 classes: one pass of
+// kernels/logreg_fused.cu that forms both products tile by tile from one read of X (X is read once per
+// iteration instead of twice). Otherwise cuBLAS GEMMs (DGEMM, or SGEMM on f32 X) for the logits and the
+// gradient around kernels/logreg.cu's row pass. kernels/logreg.cu also has the optimisers. Everything
+// is queued on the backend's stream; nothing here waits on the device or allocates after open.
 // provides: lr_ops_cuda
 #include "backend_cuda.h"
 #include "logreg.h"
@@ -10,6 +12,9 @@ typedef struct gpu_work {
     void *Z;          // rows_max × classes (float or double): logits, then P − Y
     double *partials; // 2 × lrk_row_blocks(rows_max)
     float *Wf, *Gf;   // cols × classes, f32 only
+    int fused_blocks; // > 0: the fused pass, with partG (fused_blocks × cols × classes) and fpartials
+    float *partG;
+    double *fpartials;
 } gpu_work;
 
 static int gpu_open(ds_ctx *ctx, lr_work *w)
@@ -22,6 +27,12 @@ static int gpu_open(ds_ctx *ctx, lr_work *w)
     const size_t rows = (size_t)(w->rows_max > 0 ? w->rows_max : 1);
     DS_CHECK(cuda_alloc(ctx, &c->Z, rows * (size_t)w->classes * sz));
     DS_CHECK(cuda_alloc(ctx, (void **)&c->partials, 2 * (size_t)lrk_row_blocks(w->rows_max) * sizeof(double)));
+    if (w->f32 && getenv("DSOLVE_LOGREG_UNFUSED") == NULL)
+        c->fused_blocks = lrk_fused_plan(w->cols, (int)w->classes);
+    if (c->fused_blocks > 0) {
+        DS_CHECK(cuda_alloc(ctx, (void **)&c->partG, (size_t)c->fused_blocks * dk * sizeof(float)));
+        DS_CHECK(cuda_alloc(ctx, (void **)&c->fpartials, 2 * (size_t)c->fused_blocks * sizeof(double)));
+    }
     if (w->f32) {
         DS_CHECK(cuda_alloc(ctx, (void **)&c->Wf, dk * sizeof(float)));
         DS_CHECK(cuda_alloc(ctx, (void **)&c->Gf, dk * sizeof(float)));
@@ -33,7 +44,7 @@ static void gpu_close(ds_ctx *ctx, lr_work *w)
 {
     gpu_work *c = w->impl;
     if (c) {
-        void *ptrs[] = {c->Z, c->partials, c->Wf, c->Gf};
+        void *ptrs[] = {c->Z, c->partials, c->Wf, c->Gf, c->partG, c->fpartials};
         for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
             ctx->be->free(ctx, ptrs[i]);
     }
@@ -83,6 +94,14 @@ static int gpu_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, i
     cuda_state *st = state(ctx);
     gpu_work *c = w->impl;
     DS_ASSERT(s->rows <= w->rows_max && s->rows < INT32_MAX && s->f32 == w->f32);
+    if (c->fused_blocks > 0) {
+        int blocks = 0;
+        CUDA_CHECK(ctx, lrk_fused_pass((const float *)s->X, s->rows, w->cols, W, s->labels, (int)w->classes,
+                                       w->model == LR_OVR, grad, c->fused_blocks, c->partG, c->fpartials, &blocks,
+                                       st->stream));
+        CUDA_CHECK(ctx, lrk_fused_reduce(c->partG, c->fpartials, blocks, w->cols * w->classes, grad, gbuf, st->stream));
+        return DS_OK;
+    }
     DS_CHECK(gpu_logits(ctx, w, s, W));
     CUDA_CHECK(ctx, lrk_rows(c->Z, w->f32, s->labels, s->rows, (int)w->classes, w->model == LR_OVR, c->partials,
                              st->stream));
