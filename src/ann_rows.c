@@ -13,10 +13,11 @@
 
 #define ANN_STREAM ((uint64_t)0x414E4E0000000000ull)  // rng stream of neuron k's subset: ANN_STREAM + k
 #define ANN_MAX_INDEX_COUNT ((int64_t)INT_MAX)
+#define RADIX_BITS 13  // digits of the subsets' sort: 26-bit row numbers (m < 67 M) take two passes
 
 // ---------------------------------------------------------------------------------------------------
 // Subsets: S distinct rows of [0, m) for neuron k, by Floyd's algorithm on the counter-based
-// generator, sorted. They depend on (seed, k, m, S) only, so any rank count draws the same ones.
+// generator, sorted by an LSD radix sort. They depend on (seed, k, m, S) only, so any rank count draws the same ones.
 
 typedef struct subset_job {
     uint64_t seed;
@@ -33,25 +34,53 @@ static int64_t set_slot(const int64_t *table, int64_t mask, int64_t v)
     return h;
 }
 
-static int cmp_i64(const void *a, const void *b)
+// The scratch of one drawing thread: Floyd's hash set, the radix sort's second buffer and its counts.
+typedef struct subset_scratch {
+    int64_t *table, mask;  // open addressing, −1 empty
+    int64_t *tmp;          // [S]
+    int64_t *count;        // [1 << RADIX_BITS]
+    int passes, width;     // radix passes of width bits cover the bits of m − 1
+} subset_scratch;
+
+// LSD radix sort of n keys in a (ascending), through b; returns the buffer that holds the result (a
+// after an even number of passes, b after an odd one).
+static int64_t *radix_sort(const subset_scratch *s, int64_t *a, int64_t *b, int64_t n)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    const int64_t mask = ((int64_t)1 << s->width) - 1;
+    for (int p = 0; p < s->passes; p++) {
+        const int shift = p * s->width;
+        memset(s->count, 0, (size_t)(mask + 1) * sizeof *s->count);
+        for (int64_t i = 0; i < n; i++)
+            s->count[(a[i] >> shift) & mask]++;
+        for (int64_t d = 0, at = 0; d <= mask; d++) {
+            int64_t c = s->count[d];
+            s->count[d] = at, at += c;
+        }
+        for (int64_t i = 0; i < n; i++)
+            b[s->count[(a[i] >> shift) & mask]++] = a[i];
+        int64_t *t = a;
+        a = b, b = t;
+    }
+    return a;
 }
 
-static void subset_draw(uint64_t seed, int64_t k, int64_t m, int64_t S, int64_t *table, int64_t mask, int64_t *out)
+static void subset_draw(uint64_t seed, int64_t k, int64_t m, int64_t S, const subset_scratch *s, int64_t *out)
 {
+    int64_t *table = s->table, mask = s->mask;
+    int64_t *draw = s->passes % 2 ? s->tmp : out;  // so that the sorted keys end in out
     for (int64_t i = 0; i <= mask; i++)
         table[i] = -1;
+    const uint64_t key = rng_stream_key(seed, ANN_STREAM + (uint64_t)k);
     for (int64_t j = m - S, c = 0; j < m; j++, c++) {
-        int64_t t = (int64_t)(rng_bits(seed, ANN_STREAM + (uint64_t)k, (uint64_t)c) % (uint64_t)(j + 1));
+        int64_t t = (int64_t)(rng_bits_keyed(key, (uint64_t)c) % (uint64_t)(j + 1));
         int64_t h = set_slot(table, mask, t);
         if (table[h] == t)  // t was drawn before: take j, which cannot have been (all earlier draws are < j)
             h = set_slot(table, mask, t = j);
         table[h] = t;
-        out[c] = t;
+        draw[c] = t;
     }
-    qsort(out, (size_t)S, sizeof *out, cmp_i64);
+    int64_t *sorted = radix_sort(s, draw, draw == out ? s->tmp : out, S);
+    DS_ASSERT(sorted == out);
 }
 
 static void *subset_run(void *arg)
@@ -60,13 +89,19 @@ static void *subset_run(void *arg)
     int64_t size = 16;
     while (size < 2 * j->S)
         size *= 2;
-    int64_t *table = malloc((size_t)size * sizeof *table);
-    if (!table)
-        return arg;  // non-NULL: failed
-    for (int64_t i = j->id; i < j->nb; i += j->threads)
-        subset_draw(j->seed, j->k0 + i, j->m, j->S, table, size - 1, j->out + i * j->S);
-    free(table);
-    return NULL;
+    int bits = 0;
+    while (bits < 63 && ((int64_t)1 << bits) < j->m)  // keys are < m ≤ 2^bits
+        bits++;
+    subset_scratch s = {.mask = size - 1, .passes = (bits + RADIX_BITS - 1) / RADIX_BITS};
+    s.width = s.passes ? (bits + s.passes - 1) / s.passes : 0;
+    s.table = malloc((size_t)size * sizeof *s.table);
+    s.tmp = malloc((size_t)j->S * sizeof *s.tmp);
+    s.count = malloc(((size_t)1 << RADIX_BITS) * sizeof *s.count);
+    void *ret = s.table && s.tmp && s.count ? NULL : arg;  // non-NULL: failed
+    for (int64_t i = j->id; !ret && i < j->nb; i += j->threads)
+        subset_draw(j->seed, j->k0 + i, j->m, j->S, &s, j->out + i * j->S);
+    free(s.table), free(s.tmp), free(s.count);
+    return ret;
 }
 
 // Subsets of neurons k0 .. k0+nb−1 into out (nb × S), over the rank's share of the node's cores.
