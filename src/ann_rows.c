@@ -15,7 +15,8 @@
 
 // ---------------------------------------------------------------------------------------------------
 // Subsets: S distinct rows of [0, m) for neuron k, by Floyd's algorithm on the counter-based
-// generator, sorted by an LSD radix sort. They depend on (seed, k, m, S) only, so any rank count draws the same ones.
+// generator, sorted by an LSD radix sort. They depend on (seed, k, m, S) only, so any rank count draws
+// the same ones.
 
 typedef struct subset_job {
     uint64_t seed;
