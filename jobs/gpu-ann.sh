@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-ann.sh OUT_DIR [PEER] [FASHION_DIR]: the `dsolve ann` benchmarks on a GPU machine (assumes a built
 # build-gpu/dsolve at the repository root, as jobs/gpu-check.sh leaves it). One JSON per run in OUT_DIR
-# (NAME.json, stderr in NAME.err), FAILED lines on errors; runs needing more GPUs than present are skipped.
+# (NAME.json, stderr in NAME.err, with DSOLVE_TRACE's per-rank lines), FAILED lines on errors; runs
+# needing more GPUs than present are skipped.
 #   seed problem (100 000 x 10, 1 000 neurons): 1 GPU, and the CPU backend on all cores; the seed's
 #   NumPy and CuPy code (PEER) on the same machine;  40 M x 10 with 2 000 neurons on 1, 2 and 4 GPUs;
 #   Fashion-MNIST (FASHION_DIR, IDX files) with 1 000 to 4 000 neurons on 1 and 4 GPUs.
@@ -14,6 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off: required on shared hosts
+export DSOLVE_TRACE=${DSOLVE_TRACE:-1}  # each rank's hidden-layer phases, on stderr (NAME.err)
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 
 # run NAME NP ARGS...: one dsolve ann run, its JSON in OUT_DIR/NAME.json.
@@ -21,7 +23,7 @@ run() {
     local name=$1 np=$2
     shift 2
     [ "$np" -le "$ngpu" ] || return 0
-    timeout 300 mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$root/build-gpu/dsolve" ann --json --quiet "$@" \
+    timeout 300 mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE -x DSOLVE_TRACE "$root/build-gpu/dsolve" ann --json --quiet "$@" \
         >"$out/$name.json" 2>"$out/$name.err" || echo "FAILED: $name: $(tail -2 "$out/$name.err")"
     cat "$out/$name.json"
 }
@@ -35,6 +37,7 @@ if [ -n "$peer" ]; then
 fi
 for np in 1 2 4; do
     run ann_40m_np$np $np --rows 40000000 --test-rows 1000000 --neurons 2000 --repeat 3
+    grep '^trace:' "$out/ann_40m_np$np.err" | tail -n "$np"  # the last timed training's lines
 done
 if [ -d "$fashion" ]; then
     for k in 1000 2000 4000; do

@@ -1,5 +1,6 @@
-// ann.cu: the network's element-wise kernels: row gathers for the hidden fits, their targets and
-// checks, the activation of H, and the small reshapes around the output solve (see kernels/ann.h).
+// ann.cu: the network's element-wise kernels: row gathers and routing for the hidden fits, their
+// targets and checks, the activation of H, and the small reshapes around the output solve (see
+// kernels/ann.h).
 #include <math.h>
 
 #include "ann.h"
@@ -29,12 +30,43 @@ __global__ void gather_fit_kernel(const double *X, int64_t n, const double *z, c
     }
 }
 
-__global__ void gather_rows_kernel(const double *src, int64_t width, const int64_t *idx, int64_t count, double *dst)
+// Where row e = k·S + j of the round's subsets sits in the exchange layout (kernels/ann.h, route), and
+// its owner r: a binary search of j in the neuron's owner offsets lo[0] = 0 ≤ … ≤ lo[p] = S.
+__device__ int64_t route_place(const int64_t *tab, int64_t nb, int64_t S, int p, int64_t e, int *owner)
 {
-    GRID_STRIDE(e, count * width)
+    const int64_t k = e / S, j = e - k * S;
+    const int64_t *lo = tab + k * (p + 1);
+    int a = 0, b = p;  // lo[a] ≤ j < lo[b]
+    while (b - a > 1) {
+        int c = (a + b) / 2;
+        if (lo[c] <= j)
+            a = c;
+        else
+            b = c;
+    }
+    *owner = a;
+    return tab[nb * (p + 1) + k * p + a] + j - lo[a];
+}
+
+__global__ void route_requests_kernel(const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab, int64_t *req)
+{
+    const int64_t *start = tab + nb * (2 * p + 1);
+    GRID_STRIDE(e, nb * S)
     {
-        int64_t i = e / width, j = e - i * width;
-        dst[e] = src[idx[i] * width + j];
+        int r;
+        int64_t at = route_place(tab, nb, S, p, e, &r);
+        req[at] = L[e] - start[r];
+    }
+}
+
+__global__ void route_place_kernel(const double *recv, int64_t width, int64_t nb, int64_t S, int p, const int64_t *tab,
+                                   double *A)
+{
+    GRID_STRIDE(x, nb * S * width)
+    {
+        int r;
+        int64_t e = x / width, c = x - e * width;
+        A[x] = recv[route_place(tab, nb, S, p, e, &r) * width + c];
     }
 }
 
@@ -142,10 +174,16 @@ extern "C" cudaError_t ds_k_ann_gather_fit(const double *X, int64_t n, const dou
     LAUNCH(count * (n + 2), gather_fit_kernel, X, n, z, idx, count, dst);
 }
 
-extern "C" cudaError_t ds_k_ann_gather_rows(const double *src, int64_t width, const int64_t *idx, int64_t count,
-                                            double *dst, cudaStream_t stream)
+extern "C" cudaError_t ds_k_ann_route_requests(const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                                               int64_t *req, cudaStream_t stream)
 {
-    LAUNCH(count * width, gather_rows_kernel, src, width, idx, count, dst);
+    LAUNCH(nb * S, route_requests_kernel, L, nb, S, p, tab, req);
+}
+
+extern "C" cudaError_t ds_k_ann_route_place(const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                                            const int64_t *tab, double *A, cudaStream_t stream)
+{
+    LAUNCH(nb * S * width, route_place_kernel, recv, width, nb, S, p, tab, A);
 }
 
 extern "C" cudaError_t ds_k_ann_targets(const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,

@@ -1,7 +1,8 @@
 // ann.h (kernels): the extern "C" launchers of the network's kernels (kernels/ann.cu). Each queues its
 // work on stream and returns cudaGetLastError(); none synchronizes. All pointers are device memory.
-// provides: ds_k_ann_gather_fit, ds_k_ann_gather_rows, ds_k_ann_targets, ds_k_ann_ptrs, ds_k_ann_check_fits,
-//           ds_k_ann_activate, ds_k_ann_add, ds_k_ann_solve_in, ds_k_ann_scale_eigen, ds_k_ann_transpose
+// provides: ds_k_ann_gather_fit, ds_k_ann_route_requests, ds_k_ann_route_place, ds_k_ann_targets,
+//           ds_k_ann_ptrs, ds_k_ann_check_fits, ds_k_ann_activate, ds_k_ann_add, ds_k_ann_solve_in,
+//           ds_k_ann_scale_eigen, ds_k_ann_transpose
 #ifndef DS_KERNELS_ANN_H
 #define DS_KERNELS_ANN_H
 
@@ -17,9 +18,12 @@ extern "C" {
 cudaError_t ds_k_ann_gather_fit(const double *X, int64_t n, const double *z, const int64_t *idx, int64_t count,
                                 double *dst, cudaStream_t stream);
 
-// dst[i] = src[idx[i]], rows of width doubles.
-cudaError_t ds_k_ann_gather_rows(const double *src, int64_t width, const int64_t *idx, int64_t count, double *dst,
-                                 cudaStream_t stream);
+// The routing of a round's rows (ann_ops.route_requests and route_place in src/ann.h state tab's layout):
+// req[place(e)] = L[e] − start[owner(e)], and A[e] = recv[place(e)] (rows of width doubles), e < nb·S.
+cudaError_t ds_k_ann_route_requests(const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab, int64_t *req,
+                                    cudaStream_t stream);
+cudaError_t ds_k_ann_route_place(const double *recv, int64_t width, int64_t nb, int64_t S, int p, const int64_t *tab,
+                                 double *A, cudaStream_t stream);
 
 // t[i·S + s] = the target of neuron k0 + i on row s of its block of A (rows of width n + 2, z last):
 // z itself, or with classes ±atanh(target) by z == (k0 + i) mod classes.

@@ -1,6 +1,6 @@
 // ann.c: training and prediction of the least-squares network (see ann.h), written against ds_backend
-// and ann_ops: the hidden layer in rounds, the output layer, the targets, prediction and metrics. The
-// subsets and the row exchange are in ann_rows.c.
+// and ann_ops: the output layer, the targets, prediction and metrics. The hidden layer is in
+// ann_hidden.c, its subsets and row exchange in ann_rows.c.
 #include "ann.h"
 
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ann_rows.h"
+#include "ann_hidden.h"
 
 static const ann_ops *ann_ops_for(const ds_ctx *ctx)
 {
@@ -31,78 +31,6 @@ typedef struct ann_targets {
     double *z, *tc;           // [rows], host
     double tc_scale, tc_shift;  // y = tc_scale·tc + tc_shift
 } ann_targets;
-
-// ---------------------------------------------------------------------------------------------------
-// Hidden layer: the rank's neurons in rounds that bound the fetched rows by the memory budget. Every
-// rank takes part in every round's exchange, with no neurons of its own in the last ones if need be.
-
-static int fit_round(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const ann_opts *o, int64_t S, int64_t k0,
-                     int64_t nb, int64_t *L, double *A, double *Wd, int *failed, double *W_host)
-{
-    const int64_t n = dv->X->cols;
-    int rc = ann_subsets_draw(ctx, o->seed, dv->m, S, k0, nb, L);
-    rc = ctx_agree(ctx, rc);
-    if (rc == DS_OK)
-        rc = ann_fetch_rows(ctx, ops, dv, L, nb * S, A);
-    if (rc == DS_OK && nb > 0)
-        rc = ops->fit(ctx, A, nb, S, n, o->classes, k0, Wd, failed);
-    if (rc == DS_OK && nb > 0)
-        rc = ctx->be->download(ctx, W_host, Wd, (size_t)(nb * (n + 1)) * sizeof(double));
-    return ctx_agree(ctx, rc);
-}
-
-// W (K × (n+1), host, every rank) and the count of failed neurons.
-static int fit_hidden(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const ann_opts *o, int64_t S,
-                      ann_model *m)
-{
-    const int64_t n = dv->X->cols, n1 = n + 1, K = o->neurons;
-    int64_t k0, kn;
-    data_partition(K, ctx->nranks, ctx->rank, &k0, &kn);
-    // Per neuron: A and the rows sent and received (3 × S rows of n + 2), its Gram (g²), targets (2 S).
-    const int64_t g = S >= n1 ? n1 : S, neuron_bytes = (3 * S * (n + 2) + g * g + 2 * S) * (int64_t)sizeof(double);
-    int64_t per_round = ann_budget(ctx, o) / neuron_bytes;
-    per_round = per_round < 1 ? 1 : per_round > INT_MAX / S ? INT_MAX / S : per_round;  // MPI and BLAS int counts
-    const int64_t kmax = (K + ctx->nranks - 1) / ctx->nranks, rounds = (kmax + per_round - 1) / per_round;
-    const int64_t nb_max = kn < per_round ? kn : per_round;
-    double *W_mine = malloc((size_t)(kn ? kn : 1) * (size_t)n1 * sizeof(double));
-    int64_t *L = malloc((size_t)(nb_max ? nb_max : 1) * (size_t)S * sizeof(int64_t));
-    int *failed = calloc((size_t)(nb_max ? nb_max : 1), sizeof(int));
-    void *A = NULL, *Wd = NULL;
-    int rc = W_mine && L && failed ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    if (rc == DS_OK)
-        rc = ctx->be->alloc(ctx, &A, (size_t)(nb_max ? nb_max : 1) * (size_t)(S * (n + 2)) * sizeof(double));
-    if (rc == DS_OK)
-        rc = ctx->be->alloc(ctx, &Wd, (size_t)(nb_max ? nb_max : 1) * (size_t)n1 * sizeof(double));
-    rc = ctx_agree(ctx, rc);
-    int64_t nfailed = 0;
-    for (int64_t r = 0; rc == DS_OK && r < rounds; r++) {
-        int64_t a = r * per_round < kn ? r * per_round : kn, nb = kn - a < per_round ? kn - a : per_round;
-        rc = fit_round(ctx, ops, dv, o, S, k0 + a, nb, L, A, Wd, failed, W_mine + a * n1);
-        for (int64_t i = 0; rc == DS_OK && i < nb; i++)
-            nfailed += failed[i];
-    }
-    if (rc == DS_OK) {
-        int *cnt = malloc((size_t)ctx->nranks * 2 * sizeof(int));
-        rc = cnt && K * n1 <= INT_MAX ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden weights too large to gather");
-        rc = ctx_agree(ctx, rc);
-        if (rc == DS_OK) {
-            for (int q = 0; q < ctx->nranks; q++) {
-                int64_t q0, qn;
-                data_partition(K, ctx->nranks, q, &q0, &qn);
-                cnt[q] = (int)(qn * n1), cnt[ctx->nranks + q] = (int)(q0 * n1);
-            }
-            MPI_Allgatherv(W_mine, (int)(kn * n1), MPI_DOUBLE, m->W, cnt, cnt + ctx->nranks, MPI_DOUBLE, ctx->comm);
-            MPI_Allreduce(&nfailed, &m->failed, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
-        }
-        free(cnt);
-    }
-    if (A)
-        ctx->be->free(ctx, A);
-    if (Wd)
-        ctx->be->free(ctx, Wd);
-    free(W_mine), free(L), free(failed);
-    return rc;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Output layer: S = [H 1 T]ᵀ[H 1 T] over the rank's rows chunk by chunk, one allreduce, the solve.
@@ -333,7 +261,7 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
         rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg.z, (size_t)d->X.rows * sizeof(double)));
     ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
     if (rc == DS_OK)
-        rc = fit_hidden(ctx, ops, &dv, o, S, m);
+        rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
     double t1 = MPI_Wtime();
     if (rc == DS_OK)
         rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));

@@ -72,16 +72,25 @@ typedef struct ann_ops {
     // dst[i] = (X[idx[i], 0 .. n−1], 1, z[idx[i]]): rows of width n + 2 (idx: backend memory).
     int (*gather_fit_rows)(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
                            int64_t count, double *dst);
-    // dst[i] = src[idx[i]] for rows of width doubles.
-    int (*gather_rows)(ds_ctx *ctx, const double *src, int64_t width, const int64_t *idx, int64_t count,
-                       double *dst);
+    // A round's routing (ann_rows.c builds tab): e = k·S + j is row j of neuron k's sorted subset L. Its
+    // owner is the rank r with lo[r] ≤ j < lo[r+1], lo = tab + k·(p+1), and its place in the exchange
+    // layout [owner][neuron][row] is tab[nb·(p+1) + k·p + r] + j − lo[r]. tab[nb·(2p+1) + r] is
+    // owner r's first global row. tab: nb·(2p+1) + p + 1 entries, backend memory.
+    // req[place(e)] = L[e] − (first row of owner(e)): the owner-local row numbers, for e < nb·S.
+    int (*route_requests)(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                          int64_t *req);
+    // A[e] = recv[place(e)] for e < nb·S, rows of width doubles.
+    int (*route_place)(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                       const int64_t *tab, double *A);
+    // Doubles of backend scratch that fit takes for nb neurons.
+    int64_t (*fit_scratch)(int64_t nb, int64_t S, int64_t n);
     // Hidden fits of nb neurons, global indices k0 .. k0+nb−1. A: nb blocks of S rows of width n + 2
     // as gather_fit_rows makes them. The target is z (regression) or ±arctanh(ANN_TARGET) by
     // z == (k mod classes). W: nb × (n+1). S ≥ n+1: normal equations; else the minimum-norm
     // solution. A neuron whose system is singular or whose weights are not finite gets zero weights
-    // and a 1 in failed[i] (host array of nb).
+    // and a 1 in failed[i] (backend memory, nb ints). scratch: fit_scratch(nb, S, n) doubles.
     int (*fit)(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
-               double *W, int *failed);
+               double *W, int *failed, double *scratch);
     // H (rows × ld, row-major) = [tanh(X·W[:, :n]ᵀ + W[:, n]ᵀ) | 1 | T], T = y (outputs 1) or the
     // one-hot of the labels y (outputs C); with y NULL only the first K + 1 columns are written.
     int (*forward)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,

@@ -22,11 +22,31 @@ static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const do
     return DS_OK;
 }
 
-static int cpu_gather_rows(ds_ctx *ctx, const double *src, int64_t width, const int64_t *idx, int64_t count,
-                           double *dst)
+// The routing of ann.h walks a neuron's subset owner by owner: its rows of owner r are one run of A
+// and one run of the exchange layout.
+static int cpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                              int64_t *req)
 {
-    for (int64_t i = 0; i < count; i++)
-        memcpy(dst + i * width, src + idx[i] * width, (size_t)width * sizeof(double));
+    const int64_t *at = tab + nb * (p + 1), *start = at + nb * p;
+    for (int64_t k = 0; k < nb; k++) {
+        const int64_t *lo = tab + k * (p + 1);
+        for (int r = 0; r < p; r++)
+            for (int64_t j = lo[r]; j < lo[r + 1]; j++)
+                req[at[k * p + r] + j - lo[r]] = L[k * S + j] - start[r];
+    }
+    return DS_OK;
+}
+
+static int cpu_route_place(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                           const int64_t *tab, double *A)
+{
+    const int64_t *at = tab + nb * (p + 1);
+    for (int64_t k = 0; k < nb; k++) {
+        const int64_t *lo = tab + k * (p + 1);
+        for (int r = 0; r < p; r++)
+            memcpy(A + (k * S + lo[r]) * width, recv + at[k * p + r] * width,
+                   (size_t)((lo[r + 1] - lo[r]) * width) * sizeof(double));
+    }
     return DS_OK;
 }
 
@@ -54,15 +74,17 @@ static int fit_one(const double *A, int64_t S, int64_t n, const double *t, doubl
     return ok;
 }
 
+static int64_t cpu_fit_scratch(int64_t nb, int64_t S, int64_t n)
+{
+    const int64_t g = S >= n + 1 ? n + 1 : S;
+    return g * g + 2 * S;  // one neuron at a time: G, the target and u
+}
+
 static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
-                   double *W, int *failed)
+                   double *W, int *failed, double *scratch)
 {
     const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
-    double *G = malloc((size_t)(g * g) * sizeof(double)), *t = malloc((size_t)S * sizeof(double) * 2);
-    if (!G || !t) {
-        free(G), free(t);
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the hidden fits");
-    }
+    double *G = scratch, *t = scratch + g * g;
     const double hi = atanh(ANN_TARGET);
     for (int64_t i = 0; i < nb; i++) {
         const double *Ai = A + i * S * (n + 2);
@@ -72,7 +94,6 @@ static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t 
         }
         failed[i] = !fit_one(Ai, S, n, t, W + i * n1, G, t + S);
     }
-    free(G), free(t);
     return DS_OK;
 }
 
@@ -224,7 +245,9 @@ static int cpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t out
 
 const ann_ops ann_ops_cpu = {
     .gather_fit_rows = cpu_gather_fit_rows,
-    .gather_rows = cpu_gather_rows,
+    .route_requests = cpu_route_requests,
+    .route_place = cpu_route_place,
+    .fit_scratch = cpu_fit_scratch,
     .fit = cpu_fit,
     .forward = cpu_forward,
     .output = cpu_output,

@@ -48,10 +48,17 @@ static int gpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const do
     return DS_OK;
 }
 
-static int gpu_gather_rows(ds_ctx *ctx, const double *src, int64_t width, const int64_t *idx, int64_t count,
-                           double *dst)
+static int gpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                              int64_t *req)
 {
-    CUDA_CHECK(ctx, ds_k_ann_gather_rows(src, width, idx, count, dst, state(ctx)->stream));
+    CUDA_CHECK(ctx, ds_k_ann_route_requests(L, nb, S, p, tab, req, state(ctx)->stream));
+    return DS_OK;
+}
+
+static int gpu_route_place(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                           const int64_t *tab, double *A)
+{
+    CUDA_CHECK(ctx, ds_k_ann_route_place(recv, width, nb, S, p, tab, A, state(ctx)->stream));
     return DS_OK;
 }
 
@@ -66,22 +73,21 @@ typedef struct fit_bufs {
     int *info, *failed;
 } fit_bufs;
 
-static void fit_free(ds_ctx *ctx, fit_bufs *b)
+static int64_t gpu_fit_scratch(int64_t nb, int64_t S, int64_t n)
 {
-    void *p[] = {b->G, b->t, b->u, b->gp, b->bp, b->info, b->failed};
-    for (int i = 0; i < 7; i++)
-        cudaFree(p[i]);
+    const int64_t g = S >= n + 1 ? n + 1 : S;
+    return nb * (g * g + 2 * S + 3);  // G, t, u; gp, bp and info in a slot of 8 bytes each
 }
 
-static int fit_alloc(ds_ctx *ctx, int64_t nb, int64_t S, int64_t g, fit_bufs *b)
+static fit_bufs fit_layout(double *scratch, int64_t nb, int64_t S, int64_t g, int *failed)
 {
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->G, (size_t)(nb * g * g) * sizeof(double)));
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->t, (size_t)(nb * S) * sizeof(double)));
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->u, (size_t)(nb * S) * sizeof(double)));
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->gp, (size_t)nb * sizeof(double *)));
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->bp, (size_t)nb * sizeof(double *)));
-    DS_CHECK(cuda_alloc(ctx, (void **)&b->info, (size_t)nb * sizeof(int)));
-    return cuda_alloc(ctx, (void **)&b->failed, (size_t)nb * sizeof(int));
+    fit_bufs b = {.G = scratch, .failed = failed};
+    b.t = b.G + nb * g * g;
+    b.u = b.t + nb * S;
+    b.gp = (double **)(b.u + nb * S);
+    b.bp = b.gp + nb;
+    b.info = (int *)(b.bp + nb);
+    return b;
 }
 
 // The batched Cholesky solve G_i·x_i = b_i (b_i overwritten by x_i) for nb systems of order g.
@@ -122,28 +128,18 @@ static int fit_products(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int
 }
 
 static int gpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
-                   double *W, int *failed)
+                   double *W, int *failed, double *scratch)
 {
     cuda_state *st = state(ctx);
     const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
     if (nb * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden fits of %lld rows x %lld inputs are too large for one batch",
                        (long long)S, (long long)n);
-    fit_bufs b = {0};
-    int rc = fit_alloc(ctx, nb, S, g, &b);
-    if (rc == DS_OK)
-        rc = launched(ctx, ds_k_ann_targets(A, nb, S, n, classes, k0, atanh(ANN_TARGET), b.t, st->stream), "ds_k_ann_targets", __LINE__);
-    if (rc == DS_OK)
-        rc = fit_products(ctx, A, nb, S, n, &b, W);
-    if (rc == DS_OK)
-        rc = launched(ctx, ds_k_ann_check_fits(b.info, W, nb, n1, b.failed, st->stream), "ds_k_ann_check_fits", __LINE__);
-    if (rc == DS_OK)
-        rc = launched(ctx, cudaMemcpyAsync(failed, b.failed, (size_t)nb * sizeof(int), cudaMemcpyDeviceToHost, st->stream),
-                      "cudaMemcpyAsync(failed)", __LINE__);
-    if (rc == DS_OK)
-        rc = cuda_wait(ctx, NULL);
-    fit_free(ctx, &b);
-    return rc;
+    fit_bufs b = fit_layout(scratch, nb, S, g, failed);
+    CUDA_CHECK(ctx, ds_k_ann_targets(A, nb, S, n, classes, k0, atanh(ANN_TARGET), b.t, st->stream));
+    DS_CHECK(fit_products(ctx, A, nb, S, n, &b, W));
+    CUDA_CHECK(ctx, ds_k_ann_check_fits(b.info, W, nb, n1, failed, st->stream));
+    return DS_OK;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -266,7 +262,9 @@ static int gpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t out
 
 const ann_ops ann_ops_cuda = {
     .gather_fit_rows = gpu_gather_fit_rows,
-    .gather_rows = gpu_gather_rows,
+    .route_requests = gpu_route_requests,
+    .route_place = gpu_route_place,
+    .fit_scratch = gpu_fit_scratch,
     .fit = gpu_fit,
     .forward = gpu_forward,
     .output = gpu_output,

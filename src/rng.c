@@ -10,10 +10,19 @@ static inline uint64_t rng_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
+uint64_t rng_stream_key(uint64_t seed, uint64_t stream)
+{
+    return rng_mix(seed * 0x9e3779b97f4a7c15ULL + stream * 0xd1b54a32d192ed03ULL + 0x632be59bd9b4e019ULL);
+}
+
+uint64_t rng_bits_keyed(uint64_t key, uint64_t i)
+{
+    return rng_mix(key + i * 0x9e3779b97f4a7c15ULL);
+}
+
 uint64_t rng_bits(uint64_t seed, uint64_t stream, uint64_t i)
 {
-    uint64_t k = rng_mix(seed * 0x9e3779b97f4a7c15ULL + stream * 0xd1b54a32d192ed03ULL + 0x632be59bd9b4e019ULL);
-    return rng_mix(k + i * 0x9e3779b97f4a7c15ULL);
+    return rng_bits_keyed(rng_stream_key(seed, stream), i);
 }
 
 double rng_uniform(uint64_t seed, uint64_t stream, uint64_t i)

@@ -1,13 +1,15 @@
 // test_ann.c: the least-squares network. `test_ann cpu` (any rank count): the model does not depend on
 // the rank count or on the memory budget (rounds and chunks), is reproducible, fits the seed's
 // function, takes the minimum-norm route, classifies, falls back to the eigendecomposition, and
-// refuses bad targets. `test_ann gpu`: the CUDA backend against the CPU one on fresh data (exits 77
-// where the ranks have no GPU of their own; the seed is printed and DSOLVE_TEST_SEED replays it).
+// refuses bad targets; the subsets and the row routing. `test_ann gpu`: the CUDA backend against the
+// CPU one on fresh data, and the routing (exits 77 where the ranks have no GPU of their own; the seed
+// is printed and DSOLVE_TEST_SEED replays it).
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ann.h"
+#include "ann_rows.h"
 #include "data.h"
 #include "harness.h"
 
@@ -188,6 +190,85 @@ static void test_bad_targets(ds_ctx *ctx)
     data_free(ctx, &d);
 }
 
+// Subsets: sorted, distinct, in [0, m), the same for a neuron whatever batch draws it; m of 1 row,
+// of digits that split unevenly, and of 32 bits (three radix passes).
+static void test_subsets(ds_ctx *ctx)
+{
+    const int64_t ms[] = {1, 8193, 3000000001ll, 40000000}, Ss[] = {1, 8193, 1000, 20000};
+    for (int c = 0; c < 4; c++) {
+        const int64_t m = ms[c], S = Ss[c], nb = 5;
+        int64_t *L = malloc((size_t)(nb * S) * sizeof(int64_t)), *one = malloc((size_t)S * sizeof(int64_t));
+        CHECK(ann_subsets_draw(ctx, 3, m, S, 10, nb, L) == DS_OK, "draw m %lld", (long long)m);
+        CHECK(ann_subsets_draw(ctx, 3, m, S, 13, 1, one) == DS_OK, "draw m %lld", (long long)m);
+        int64_t bad = -1;
+        for (int64_t e = 0; e < nb * S && bad < 0; e++)
+            if (L[e] < 0 || L[e] >= m || (e % S > 0 && L[e] <= L[e - 1]))
+                bad = e;
+        CHECK(bad < 0, "m %lld, S %lld: subset entry %lld = %lld is out of range or order", (long long)m, (long long)S,
+              (long long)bad, (long long)(bad < 0 ? 0 : L[bad]));
+        CHECK(memcmp(one, L + 3 * S, (size_t)S * sizeof(int64_t)) == 0, "m %lld: neuron 13 differs by batch",
+              (long long)m);
+        free(L), free(one);
+    }
+}
+
+// Round r's subsets for the routing test: drawn (r even) or, r odd, all in rank 0's first rows.
+static void routing_subsets(ds_ctx *ctx, int64_t r, int64_t m, int64_t S, int64_t nb, int64_t *L)
+{
+    if (r % 2 == 0) {
+        CHECK(ann_subsets_draw(ctx, 17 + (uint64_t)r, m, S, 5 * ctx->rank, nb, L) == DS_OK, "draw");
+        return;
+    }
+    for (int64_t k = 0; k < nb; k++)
+        for (int64_t j = 0; j < S; j++)
+            L[k * S + j] = j + k;
+}
+
+// ann_rows_fetch must give A[e] = (x, 1, z) of row L[e]. The rows split unevenly (103 over the ranks),
+// rank 1 has no neurons in the even rounds, the rounds change size, and in the odd ones every rank asks
+// rank 0 alone for all its rows, more than rank 0's send buffer holds at first: it must grow.
+static void test_routing(ds_ctx *ctx, const ann_ops *ops)
+{
+    const int64_t m = 103, n = 3, S = 7, nb_max = 3, sizes[] = {3, 3, 1, 3};
+    int64_t row0, rows;
+    data_partition(m, ctx->nranks, ctx->rank, &row0, &rows);
+    double *X = malloc((size_t)(rows * n + 1) * sizeof(double)), *z = malloc((size_t)(rows + 1) * sizeof(double));
+    double *A = malloc((size_t)(nb_max * S * (n + 2)) * sizeof(double));
+    int64_t *L = malloc((size_t)(nb_max * S) * sizeof(int64_t));
+    for (int64_t i = 0; i < rows; i++) {
+        for (int64_t c = 0; c < n; c++)
+            X[i * n + c] = (double)(row0 + i) * 10 + (double)c + 0.5;
+        z[i] = -(double)(row0 + i);
+    }
+    void *Xd = NULL, *zd = NULL, *Ad = NULL;
+    ann_rows rw;
+    CHECK(ann_upload_new(ctx, &Xd, X, (size_t)(rows * n) * sizeof(double)) == DS_OK, "upload X");
+    CHECK(ann_upload_new(ctx, &zd, z, (size_t)rows * sizeof(double)) == DS_OK, "upload z");
+    CHECK(ctx->be->alloc(ctx, &Ad, (size_t)(nb_max * S * (n + 2)) * sizeof(double)) == DS_OK, "alloc A");
+    ds_mat Xm = {Xd, rows, n, 0};
+    ann_dev dv = {&Xm, zd, row0, m};
+    CHECK(ann_rows_open(ctx, &dv, S, nb_max, nb_max, &rw) == DS_OK, "open: %s", ctx->msg.text);
+    for (int64_t r = 0; r < 4 && test_failures_ == 0; r++) {
+        const int64_t nb = ctx->rank == 1 && r % 2 == 0 ? 0 : sizes[r];
+        routing_subsets(ctx, r, m, S, nb, L);
+        CHECK(ann_rows_fetch(ctx, ops, &dv, &rw, L, nb, Ad, -1) == DS_OK, "fetch: %s", ctx->msg.text);
+        CHECK(ctx->be->download(ctx, A, Ad, (size_t)(nb * S * (n + 2)) * sizeof(double)) == DS_OK, "download");
+        int64_t bad = -1;
+        for (int64_t e = 0; e < nb * S && bad < 0; e++)
+            for (int64_t c = 0; c < n + 2; c++) {
+                double want = c < n ? (double)L[e] * 10 + (double)c + 0.5 : c == n ? 1.0 : -(double)L[e];
+                if (A[e * (n + 2) + c] != want)
+                    bad = e;
+            }
+        CHECK(bad < 0, "%s rank %d round %lld: row %lld of A is not row %lld", ctx->be->name, ctx->rank, (long long)r,
+              (long long)bad, (long long)(bad < 0 ? 0 : L[bad]));
+    }
+    CHECK(ctx->rank != 0 || ctx->nranks == 1 || rw.grown > 0, "rank 0's send buffer never grew");
+    ann_rows_close(ctx, &rw);
+    ctx->be->free(ctx, Xd), ctx->be->free(ctx, zd), ctx->be->free(ctx, Ad);
+    free(X), free(z), free(A), free(L);
+}
+
 // ---------------------------------------------------------------------------------------------------
 
 static void test_gpu_against_cpu(ds_ctx *cpu, ds_ctx *gpu, uint64_t seed)
@@ -243,6 +324,7 @@ static int run_gpu(void)
     if (test_failures_ == 0) {
         test_gpu_against_cpu(&cpu, &gpu, seed);
         test_eigen_route(&gpu, &ann_ops_cuda);
+        test_routing(&gpu, &ann_ops_cuda);
     }
     ctx_close(&gpu);
     ctx_close(&cpu);
@@ -261,6 +343,8 @@ static int run_cpu(void)
         test_accuracy(&world);
         test_eigen_route(&world, &ann_ops_cpu);
         test_bad_targets(&world);
+        test_subsets(&world);
+        test_routing(&world, &ann_ops_cpu);
     }
     ctx_close(&self);
     ctx_close(&world);
