@@ -4,7 +4,8 @@
 # (NAME.json, stderr in NAME.err), FAILED lines on errors. Runs needing more GPUs than present are skipped.
 #   1 GPU:  10^9 int32 uniform and reverse (the seed's worst case), float32; each with the CUB-alone
 #           reference on the same keys (--cub-only) for the ratio.
-#   4 GPUs: 4·10^9 int32 uniform, int64 and float64 (4·10^9 and 2·10^9), imbalance of equal, few-unique, zipf.
+#   4 GPUs: 4·10^9 int32 uniform, int64 and float64 (4·10^9 and 2·10^9), float32 (4·10^9, the native path
+#           after the float special-key check), imbalance of equal, few-unique, zipf.
 #   Peers:  python3 PEER sort --xp cupy --n 10^9 --dtype int32 (if PEER given); CPU backend vs NumPy at 10^8.
 # Example: jobs/gpu-sort.sh /tmp/sort-out ../shared/peers/seed_peers.py
 set -uo pipefail
@@ -38,6 +39,7 @@ run cub1_f32_uniform 1 --gen $G --dtype float32 --dist uniform --repeat 5 --cub-
 run sort4_i32_uniform 4 --gen $((4 * G)) --dtype int32 --dist uniform --repeat 5 --verify
 run sort4_i64_uniform 4 --gen $((4 * G)) --dtype int64 --dist uniform --repeat 3 --verify
 run sort4_f64_uniform 4 --gen $((2 * G)) --dtype float64 --dist uniform --repeat 3 --verify
+run sort4_f32_uniform 4 --gen $((4 * G)) --dtype float32 --dist uniform --repeat 3 --verify
 for d in equal few-unique zipf; do
     run sort4_i32_$d 4 --gen $((4 * G)) --dtype int32 --dist $d --repeat 3 --verify
 done

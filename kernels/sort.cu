@@ -1,5 +1,6 @@
 // kernels/sort.cu: the device side of `dsolve sort`: key maps (sort_keys.h), CUB's DeviceRadixSort
-// (64-bit item counts) and DeviceMerge, sample and bound kernels, and the checks of --verify.
+// (64-bit item counts) and DeviceMerge, sample and bound kernels (these three compare native or mapped
+// keys by their mapped values), and the checks of --verify.
 // provides: ds_ks_map, ds_ks_special, ds_ks_radix, ds_ks_iota, ds_ks_gather, ds_ks_sample, ds_ks_bounds,
 //           ds_ks_merge, ds_ks_check
 #include <cub/device/device_merge.cuh>
@@ -17,6 +18,8 @@ static unsigned grid_for(int64_t n)
     int64_t b = (n + THREADS - 1) / THREADS;
     return (unsigned)(b < 1 ? 1 : b > 65535 * 16 ? 65535 * 16 : b);
 }
+
+static bool is_w4(int dtype) { return dtype == SORT_I32 || dtype == SORT_U32 || dtype == SORT_F32; }
 
 template <typename U>
 __device__ __forceinline__ U map_key(U x, int dtype, int desc);
@@ -44,7 +47,7 @@ extern "C" cudaError_t ds_ks_map(void *dst, const void *src, int64_t n, int dtyp
     // Unsigned ascending keys map to themselves.
     if ((dtype == SORT_U32 || dtype == SORT_U64) && !desc && dst == src)
         return cudaSuccess;
-    if (dtype == SORT_I32 || dtype == SORT_U32 || dtype == SORT_F32)
+    if (is_w4(dtype))
         k_map<uint32_t><<<grid_for(n), THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, n, dtype, desc, inverse);
     else
         k_map<uint64_t><<<grid_for(n), THREADS, 0, s>>>((uint64_t *)dst, (const uint64_t *)src, n, dtype, desc, inverse);
@@ -146,28 +149,43 @@ extern "C" cudaError_t ds_ks_gather(void *dst, const void *src, const int64_t *i
     return cudaGetLastError();
 }
 
+// Compares keys of one width by their mapped values (dtype and desc uniform over a launch).
 template <typename U>
-__global__ void k_sample(const U *keys, int64_t n, int64_t ns, uint64_t *out)
+struct mapped_less {
+    int dtype, desc;
+    __host__ __device__ U map(U x) const
+    {
+        if (sizeof(U) == 4)
+            return (U)sk_map32((uint32_t)x, dtype, desc);
+        return (U)sk_map64((uint64_t)x, dtype, desc);
+    }
+    __host__ __device__ bool operator()(const U &x, const U &y) const { return map(x) < map(y); }
+};
+
+template <typename U>
+__global__ void k_sample(const U *keys, int64_t n, int64_t ns, mapped_less<U> m, uint64_t *out)
 {
     int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (k < ns)
-        out[k] = keys[k * n / ns];
+        out[k] = (uint64_t)m.map(keys[k * n / ns]);
 }
 
-extern "C" cudaError_t ds_ks_sample(const void *keys, int w, int64_t n, int64_t ns, uint64_t *out, cudaStream_t s)
+extern "C" cudaError_t ds_ks_sample(const void *keys, int dtype, int desc, int64_t n, int64_t ns, uint64_t *out,
+                                    cudaStream_t s)
 {
     if (ns <= 0)
         return cudaSuccess;
     unsigned g = (unsigned)((ns + THREADS - 1) / THREADS);
-    if (w == 4)
-        k_sample<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)keys, n, ns, out);
+    if (is_w4(dtype))
+        k_sample<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)keys, n, ns, mapped_less<uint32_t>{dtype, desc}, out);
     else
-        k_sample<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)keys, n, ns, out);
+        k_sample<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)keys, n, ns, mapped_less<uint64_t>{dtype, desc}, out);
     return cudaGetLastError();
 }
 
 template <typename U>
-__global__ void k_bounds(const U *keys, int64_t n, const uint64_t *split, int ns, int64_t *lo, int64_t *hi)
+__global__ void k_bounds(const U *keys, int64_t n, mapped_less<U> m, const uint64_t *split, int ns, int64_t *lo,
+                         int64_t *hi)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 2 * ns)
@@ -177,7 +195,7 @@ __global__ void k_bounds(const U *keys, int64_t n, const uint64_t *split, int ns
     int64_t a = 0, b = n;
     while (a < b) {
         int64_t mid = a + (b - a) / 2;
-        uint64_t k = keys[mid];
+        uint64_t k = (uint64_t)m.map(keys[mid]);
         if (k < x || (upper && k == x))
             a = mid + 1;
         else
@@ -186,48 +204,54 @@ __global__ void k_bounds(const U *keys, int64_t n, const uint64_t *split, int ns
     (upper ? hi : lo)[upper ? i - ns : i] = a;
 }
 
-extern "C" cudaError_t ds_ks_bounds(const void *keys, int w, int64_t n, const uint64_t *split, int ns, int64_t *lo,
-                                    int64_t *hi, cudaStream_t s)
+extern "C" cudaError_t ds_ks_bounds(const void *keys, int dtype, int desc, int64_t n, const uint64_t *split, int ns,
+                                    int64_t *lo, int64_t *hi, cudaStream_t s)
 {
     if (ns <= 0)
         return cudaSuccess;
     unsigned g = (unsigned)((2 * ns + THREADS - 1) / THREADS);
-    if (w == 4)
-        k_bounds<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)keys, n, split, ns, lo, hi);
+    if (is_w4(dtype))
+        k_bounds<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)keys, n, mapped_less<uint32_t>{dtype, desc}, split,
+                                                 ns, lo, hi);
     else
-        k_bounds<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)keys, n, split, ns, lo, hi);
+        k_bounds<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)keys, n, mapped_less<uint64_t>{dtype, desc}, split,
+                                                 ns, lo, hi);
     return cudaGetLastError();
 }
 
+// (key, tag) pairs: by mapped key, then by tag.
+template <typename U>
 struct tag_less {
+    mapped_less<U> m;
     template <typename T>
     __host__ __device__ bool operator()(const T &x, const T &y) const
     {
-        return thrust::get<0>(x) < thrust::get<0>(y) ||
-               (thrust::get<0>(x) == thrust::get<0>(y) && thrust::get<1>(x) < thrust::get<1>(y));
+        const U kx = m.map(thrust::get<0>(x)), ky = m.map(thrust::get<0>(y));
+        return kx < ky || (kx == ky && thrust::get<1>(x) < thrust::get<1>(y));
     }
 };
 
 template <typename U>
 static cudaError_t merge_t(void *tmp, size_t *bytes, const U *a, int64_t na, const U *b, int64_t nb, U *out,
-                           const int64_t *pa, const int64_t *pb, int64_t *pout, cudaStream_t s)
+                           mapped_less<U> m, const int64_t *pa, const int64_t *pb, int64_t *pout, cudaStream_t s)
 {
     if (!pa)
-        return cub::DeviceMerge::MergeKeys(tmp, *bytes, a, na, b, nb, out, ::cuda::std::less<U>(), s);
+        return cub::DeviceMerge::MergeKeys(tmp, *bytes, a, na, b, nb, out, m, s);
     auto za = thrust::make_zip_iterator(thrust::make_tuple(a, pa));
     auto zb = thrust::make_zip_iterator(thrust::make_tuple(b, pb));
     auto zo = thrust::make_zip_iterator(thrust::make_tuple(out, pout));
-    return cub::DeviceMerge::MergeKeys(tmp, *bytes, za, na, zb, nb, zo, tag_less(), s);
+    return cub::DeviceMerge::MergeKeys(tmp, *bytes, za, na, zb, nb, zo, tag_less<U>{m}, s);
 }
 
 extern "C" cudaError_t ds_ks_merge(void *tmp, size_t *tmp_bytes, const void *a, int64_t na, const void *b, int64_t nb,
-                                   void *out, int w, const int64_t *pa, const int64_t *pb, int64_t *pout, cudaStream_t s)
+                                   void *out, int dtype, int desc, const int64_t *pa, const int64_t *pb, int64_t *pout,
+                                   cudaStream_t s)
 {
-    if (w == 4)
-        return merge_t<uint32_t>(tmp, tmp_bytes, (const uint32_t *)a, na, (const uint32_t *)b, nb, (uint32_t *)out, pa,
-                                 pb, pout, s);
-    return merge_t<uint64_t>(tmp, tmp_bytes, (const uint64_t *)a, na, (const uint64_t *)b, nb, (uint64_t *)out, pa, pb,
-                             pout, s);
+    if (is_w4(dtype))
+        return merge_t<uint32_t>(tmp, tmp_bytes, (const uint32_t *)a, na, (const uint32_t *)b, nb, (uint32_t *)out,
+                                 mapped_less<uint32_t>{dtype, desc}, pa, pb, pout, s);
+    return merge_t<uint64_t>(tmp, tmp_bytes, (const uint64_t *)a, na, (const uint64_t *)b, nb, (uint64_t *)out,
+                             mapped_less<uint64_t>{dtype, desc}, pa, pb, pout, s);
 }
 
 template <typename U>
@@ -260,7 +284,7 @@ extern "C" cudaError_t ds_ks_check(const void *keys, int64_t n, int dtype, int d
     if (n <= 0)
         return cudaSuccess;
     unsigned g = grid_for(n) < 8192 ? grid_for(n) : 8192;
-    if (dtype == SORT_I32 || dtype == SORT_U32 || dtype == SORT_F32)
+    if (is_w4(dtype))
         k_check<uint32_t><<<g, THREADS, 0, s>>>((const uint32_t *)keys, n, dtype, desc, out);
     else
         k_check<uint64_t><<<g, THREADS, 0, s>>>((const uint64_t *)keys, n, dtype, desc, out);

@@ -375,44 +375,58 @@ static int cuda_allreduce_sum(ds_ctx *ctx, double *buf, int64_t count)
     return DS_OK;
 }
 
-// The self part by a device copy, the rest by one NCCL group of send/recv pairs (ncclChar, size_t
-// counts, so any size); pairs with nothing to move are left out of the group.
+// The pairs with another rank as one NCCL group of send/recv (ncclChar, size_t counts, so any size);
+// pairs with nothing to move are left out of the group.
+static int nccl_pairs(ds_ctx *ctx, const void *send, const int64_t *scount, const int64_t *sdispl, void *recv,
+                      const int64_t *rcount, const int64_t *rdispl)
+{
+    cuda_state *st = state(ctx);
+    NCCL_CHECK(ctx, ncclGroupStart());
+    for (int r = 0; r < ctx->nranks; r++) {
+        const int other = r != ctx->rank;
+        ncclResult_t rc = ncclSuccess;
+        if (other && scount[r] > 0)
+            rc = ncclSend((const char *)send + sdispl[r], (size_t)scount[r], ncclChar, r, st->nccl, st->stream);
+        if (rc == ncclSuccess && other && rcount[r] > 0)
+            rc = ncclRecv((char *)recv + rdispl[r], (size_t)rcount[r], ncclChar, r, st->nccl, st->stream);
+        if (rc != ncclSuccess) {
+            (void)ncclGroupEnd();
+            return cuda_failed(ctx, "ncclSend/ncclRecv", ncclGetErrorString(rc), __FILE__, __LINE__);
+        }
+    }
+    NCCL_CHECK(ctx, ncclGroupEnd());
+    return DS_OK;
+}
+
+// The self part by a device copy, the rest by nccl_pairs. With other ranks the copy runs on a side
+// stream forked from the stream and joined back after the group, so that it overlaps the transfers;
+// all is done when the stream's work is done.
 static int cuda_alltoallv(ds_ctx *ctx, const void *send, const int64_t *scount, const int64_t *sdispl, void *recv,
                           const int64_t *rcount, const int64_t *rdispl)
 {
     cuda_state *st = state(ctx);
     const int me = ctx->rank;
     DS_ASSERT(scount[me] == rcount[me]);
-    if (scount[me] > 0)
-        CUDA_CHECK(ctx, cudaMemcpyAsync((char *)recv + rdispl[me], (const char *)send + sdispl[me], (size_t)scount[me],
-                                        cudaMemcpyDeviceToDevice, st->stream));
-    if (ctx->nranks == 1)
-        return DS_OK;
-    if (!st->nccl)
+    if (ctx->nranks > 1 && !st->nccl)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME,
                        "nccl: the communicator was aborted after an earlier failure (rank %d)", ctx->rank);
-    NCCL_CHECK(ctx, ncclGroupStart());
-    for (int r = 0; r < ctx->nranks; r++) {
-        if (r == me)
-            continue;
-        if (scount[r] > 0) {
-            ncclResult_t rc = ncclSend((const char *)send + sdispl[r], (size_t)scount[r], ncclChar, r, st->nccl,
-                                       st->stream);
-            if (rc != ncclSuccess) {
-                (void)ncclGroupEnd();
-                return cuda_failed(ctx, "ncclSend", ncclGetErrorString(rc), __FILE__, __LINE__);
-            }
-        }
-        if (rcount[r] > 0) {
-            ncclResult_t rc = ncclRecv((char *)recv + rdispl[r], (size_t)rcount[r], ncclChar, r, st->nccl, st->stream);
-            if (rc != ncclSuccess) {
-                (void)ncclGroupEnd();
-                return cuda_failed(ctx, "ncclRecv", ncclGetErrorString(rc), __FILE__, __LINE__);
-            }
-        }
+    const int fork = ctx->nranks > 1 && scount[me] > 0;
+    cudaStream_t cs = fork ? st->side[0] : st->stream;
+    if (fork) {
+        CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(cs, st->fork, 0));
     }
-    NCCL_CHECK(ctx, ncclGroupEnd());
-    return DS_OK;
+    if (scount[me] > 0)
+        CUDA_CHECK(ctx, cudaMemcpyAsync((char *)recv + rdispl[me], (const char *)send + sdispl[me], (size_t)scount[me],
+                                        cudaMemcpyDeviceToDevice, cs));
+    if (ctx->nranks == 1)
+        return DS_OK;
+    int rc = nccl_pairs(ctx, send, scount, sdispl, recv, rcount, rdispl);
+    if (fork) {
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[0], cs));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
+    }
+    return rc;
 }
 
 const ds_backend ds_backend_cuda = {

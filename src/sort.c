@@ -1,6 +1,7 @@
 // sort.c: the backend-neutral sample sort. Phases (each timed on the backend's queue): local sort
-// (radix, on mapped keys), splitters (regular sampling on (key, global position)), exchange (counts by
-// MPI_Alltoall, then the backend's alltoallv), merge (pairwise, stable) and mapping back. With one rank
+// (radix, on mapped keys or, where the backend's library orders native keys as we do, on native keys),
+// splitters (regular sampling on (mapped key, global position)), exchange (counts by MPI_Alltoall, then
+// the backend's alltoallv), merge (pairwise, stable) and mapping back (mapped keys only). With one rank
 // the sort is the local radix sort alone. Verification is in sort_check.c.
 // provides: sort_plan_init, sort_plan_free, sort_run, sort_dtype_size, sort_dtype_name, sort_dtype_parse,
 //           sort_dist_parse, sort_threads
@@ -262,19 +263,40 @@ static int choose_splitters(ds_ctx *ctx, sort_plan *p, int64_t s_me)
 typedef struct run_state {
     const sort_ops *ops;
     int w, pay;   // key bytes; 1 when global positions travel with the keys
+    int native;   // 1: the buffers hold native keys in the library's order (no map passes)
     int ks, gs;   // buffers holding the current keys and positions
     int64_t n;    // keys held now
 } run_state;
 
-// Mapped keys of this rank into k[0] (positions into g[0]), sorted.
+// Native keys where the backend can sort them in our order and no rank holds a float key whose library
+// order differs from ours (-0.0, a NaN with its sign bit set); mapped keys otherwise. Collective for
+// float keys (every rank takes the same path); integer keys have no such values.
+static int choose_path(ds_ctx *ctx, sort_plan *p, run_state *s)
+{
+    const int dt = p->o.dtype;
+    s->native = s->ops->native_ok;
+    if (!s->native || (dt != SORT_F32 && dt != SORT_F64))
+        return DS_OK;
+    int special = 0;
+    DS_CHECK(ctx_agree(ctx, s->ops->special(ctx, p, p->k[0], p->n_local, dt, &special)));
+    if (MPI_Allreduce(MPI_IN_PLACE, &special, 1, MPI_INT, MPI_MAX, ctx->comm) != MPI_SUCCESS)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "mpi: MPI_Allreduce of the special-key flag failed (rank %d)",
+                       ctx->rank);
+    s->native = !special;
+    return DS_OK;
+}
+
+// This rank's keys in k[0] (positions into g[0]), sorted: mapped first unless native.
 static int phase_local(ds_ctx *ctx, sort_plan *p, run_state *s)
 {
     int pos[2] = {0, 1};
-    DS_CHECK(s->ops->map(ctx, p->k[0], p->k[0], p->n_local, p->o.dtype, p->o.descending, 0));
+    if (!s->native)
+        DS_CHECK(s->ops->map(ctx, p->k[0], p->k[0], p->n_local, p->o.dtype, p->o.descending, 0));
     if (s->pay)
         DS_CHECK(s->ops->iota(ctx, p->g[0], p->n_local, p->offset));
     int sel = 0;
-    DS_CHECK(s->ops->radix(ctx, p, p->n_local, s->w, -1, 0, &sel, s->pay ? pos : NULL));
+    DS_CHECK(s->ops->radix(ctx, p, p->n_local, s->w, s->native ? p->o.dtype : -1, s->native && p->o.descending, &sel,
+                           s->pay ? pos : NULL));
     s->ks = s->gs = sel;
     s->n = p->n_local;
     return DS_OK;
@@ -285,10 +307,10 @@ static int phase_splitters(ds_ctx *ctx, sort_plan *p, run_state *s)
 {
     sort_host *h = p->h;
     int64_t s_me = p->n_local < p->samples ? p->n_local : p->samples;
-    DS_CHECK(ctx_agree(ctx, s->ops->sample(ctx, p, p->k[s->ks], p->n_local, s->w, s_me, h->mine)));
+    DS_CHECK(ctx_agree(ctx, s->ops->sample(ctx, p, p->k[s->ks], p->n_local, s->w, s->native, s_me, h->mine)));
     DS_CHECK(choose_splitters(ctx, p, s_me));
     const int ns = ctx->nranks - 1;
-    DS_CHECK(s->ops->bounds(ctx, p, p->k[s->ks], p->n_local, s->w, h->skey, ns, h->lo, h->hi));
+    DS_CHECK(s->ops->bounds(ctx, p, p->k[s->ks], p->n_local, s->w, s->native, h->skey, ns, h->lo, h->hi));
     h->pos_bnd[0] = 0;
     for (int i = 0; i < ns; i++) {
         int64_t at = h->stag[i] == INT64_MAX ? p->n_local : h->stag[i] - p->offset;
@@ -376,7 +398,7 @@ static int phase_merge(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
             int64_t o = h->roff[j], len = h->rlen[j];
             if (j + 1 < nr) {
                 int64_t o2 = h->roff[j + 1], len2 = h->rlen[j + 1];
-                DS_CHECK(s->ops->merge(ctx, p, a + o * w, len, a + o2 * w, len2, b + o * w, w,
+                DS_CHECK(s->ops->merge(ctx, p, a + o * w, len, a + o2 * w, len2, b + o * w, w, s->native,
                                        s->pay ? t[ts] + o : NULL, s->pay ? t[ts] + o2 : NULL,
                                        s->pay ? t[1 - ts] + o : NULL));
                 len += len2;
@@ -404,21 +426,9 @@ static int phase_merge(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
     return DS_OK;
 }
 
-// One rank: the radix sort alone (on native keys where the library's order is ours).
+// One rank: the local sort alone.
 static int run_single(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
 {
-    const int dt = p->o.dtype, is_float = dt == SORT_F32 || dt == SORT_F64;
-    int special = 0;
-    if (s->ops->native_ok && !s->pay && is_float)
-        DS_CHECK(s->ops->special(ctx, p, p->k[0], p->n_local, dt, &special));
-    if (s->ops->native_ok && !s->pay && !special) {
-        int sel = 0;
-        DS_CHECK(s->ops->radix(ctx, p, p->n_local, s->w, dt, p->o.descending, &sel, NULL));
-        s->ks = sel;
-        s->n = p->n_local;
-        r->path_native = 1;
-        return DS_OK;
-    }
     DS_CHECK(phase_local(ctx, p, s));
     if (s->pay) {
         r->perm = p->g[s->gs];
@@ -427,13 +437,15 @@ static int run_single(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
             r->vals = p->v[0];
         }
     }
-    return s->ops->map(ctx, p->k[s->ks], p->k[s->ks], s->n, dt, p->o.descending, 1);
+    return s->native ? DS_OK : s->ops->map(ctx, p->k[s->ks], p->k[s->ks], s->n, p->o.dtype, p->o.descending, 1);
 }
 
 static int run_phases(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
 {
     const ds_backend *be = ctx->be;
     DS_CHECK(be->mark(ctx, 0));
+    DS_CHECK(choose_path(ctx, p, s));
+    r->path_native = s->native;
     if (ctx->nranks == 1) {
         DS_CHECK(run_single(ctx, p, s, r));
         for (int m = 1; m <= 4; m++)
@@ -448,7 +460,8 @@ static int run_phases(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
     DS_CHECK(ctx_agree(ctx, phase_exchange(ctx, p, s)));
     DS_CHECK(be->mark(ctx, 3));
     DS_CHECK(phase_merge(ctx, p, s, r));
-    DS_CHECK(s->ops->map(ctx, p->k[s->ks], p->k[s->ks], s->n, p->o.dtype, p->o.descending, 1));
+    if (!s->native)
+        DS_CHECK(s->ops->map(ctx, p->k[s->ks], p->k[s->ks], s->n, p->o.dtype, p->o.descending, 1));
     return be->mark(ctx, 4);
 }
 

@@ -1,7 +1,8 @@
 // sort.h: distributed sample sort of 1-D keys (`dsolve sort`): local radix sort, regular-sampling
 // splitters on (key, global position), one all-to-all, a pairwise merge of the received runs. The
 // algorithm (sort.c) is backend-neutral; the per-backend steps are a sort_ops table (sort_cpu.c,
-// sort_cuda.c). Keys map to unsigned bit patterns (sort_keys.h) so one radix path serves all types.
+// sort_cuda.c). Keys map to unsigned bit patterns (sort_keys.h) so one radix path serves all types;
+// where the backend's library sorts native keys in our order, the keys stay native (no mapping passes).
 // provides: sort_opts, sort_plan, sort_result, sort_ops, sort_ops_for, sort_plan_init, sort_plan_free,
 //           sort_run, sort_check, sort_dtype_size, sort_dtype_name, sort_dtype_parse, sort_gen_keys,
 //           sort_dist_parse, sort_threads, SORT_DIST_NAMES
@@ -49,12 +50,13 @@ typedef struct sort_result {
     int64_t n;
     double phase[4];      // seconds: local sort, splitters, exchange, merge (incl. key mapping)
     double seconds;       // the whole sort on this rank
-    int path_native;      // 1: one rank sorted by the library's own key order (no mapping)
+    int path_native;      // 1: sorted by the library's own key order, no key mapping (every rank)
 } sort_result;
 
 // Per-backend steps. Key buffers hold w = 4 or 8 byte keys; "mapped" keys are unsigned (sort_keys.h).
 typedef struct sort_ops {
-    int native_ok;  // 1: radix takes native keys (the library's own order), used with one rank
+    int native_ok;  // 1: radix takes native keys (the library's own order) and sample, bounds and
+                    // merge take native keys (native = 1), mapping them on the fly
     // dst[i] = map(src[i]) (inverse: unmap); dst may equal src. Queued.
     int (*map)(ds_ctx *ctx, void *dst, const void *src, int64_t n, int dtype, int desc, int inverse);
     // *any = 1 when a float key is -0.0 or a NaN with its sign bit set (the library's own float
@@ -67,15 +69,18 @@ typedef struct sort_ops {
     int (*iota)(ds_ctx *ctx, int64_t *x, int64_t n, int64_t start);  // x[i] = start + i. Queued.
     // dst[i] = src[idx[i] − base], elements of size bytes. Queued.
     int (*gather)(ds_ctx *ctx, void *dst, const void *src, const int64_t *idx, int64_t base, int64_t n, int size);
+    // In sample, bounds and merge, native = 0: the keys are mapped (unsigned, ascending); native = 1
+    // (only where native_ok): they are native keys of p->o.dtype sorted by the library's order, and
+    // are compared as their mapped values sk_map(key, p->o.dtype, p->o.descending).
     // Host out[k] = mapped key at position ⌊k·n/s⌋ of sorted keys, k < s, as uint64. Waits.
-    int (*sample)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int64_t s, uint64_t *out);
-    // Host lo[i], hi[i] = first position with key ≥ split[i], > split[i] in sorted keys. Waits.
-    int (*bounds)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, const uint64_t *split, int ns,
-                  int64_t *lo, int64_t *hi);
-    // Stable merge of sorted a (na) and b (nb) into out; with pa/pb/pout the int64 tags travel along and
-    // ties of equal keys go by tag. Queued.
+    int (*sample)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, int64_t s, uint64_t *out);
+    // Host lo[i], hi[i] = first position whose mapped key is ≥ split[i], > split[i] in sorted keys. Waits.
+    int (*bounds)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, const uint64_t *split,
+                  int ns, int64_t *lo, int64_t *hi);
+    // Stable merge of sorted a (na) and b (nb) into out, by mapped key; with pa/pb/pout the int64 tags
+    // travel along and ties of equal keys go by tag. Queued.
     int (*merge)(ds_ctx *ctx, sort_plan *p, const void *a, int64_t na, const void *b, int64_t nb, void *out, int w,
-                 const int64_t *pa, const int64_t *pb, int64_t *pout);
+                 int native, const int64_t *pa, const int64_t *pb, int64_t *pout);
     // Over native keys: out[0] = adjacent pairs out of order, out[1] = Σ sk_hash(mapped key),
     // out[2], out[3] = first and last mapped key (when n > 0). Waits.
     int (*check)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int dtype, int desc, uint64_t out[4]);

@@ -225,8 +225,10 @@ static int cpu_radix(ds_ctx *ctx, sort_plan *p, int64_t n, int w, int native_dty
 // ---------------------------------------------------------------------------------------------------
 // Samples, bounds, merge, check
 
-static int cpu_sample(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int64_t s, uint64_t *out)
+static int cpu_sample(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, int64_t s,
+                      uint64_t *out)
 {
+    DS_ASSERT(!native);
     for (int64_t k = 0; k < s; k++)
         out[k] = key_at(keys, w, k * n / s);
     return DS_OK;
@@ -247,9 +249,10 @@ static int64_t search(const void *keys, int w, int64_t n, uint64_t x, int upper)
     return lo;
 }
 
-static int cpu_bounds(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, const uint64_t *split, int ns,
-                      int64_t *lo, int64_t *hi)
+static int cpu_bounds(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, const uint64_t *split,
+                      int ns, int64_t *lo, int64_t *hi)
 {
+    DS_ASSERT(!native);
     for (int i = 0; i < ns; i++) {
         lo[i] = search(keys, w, n, split[i], 0);
         hi[i] = search(keys, w, n, split[i], 1);
@@ -282,8 +285,9 @@ static int cpu_bounds(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, in
 
 // Runs come in rank order, so every tag of a is below every tag of b: taking a on ties is the tag order.
 static int cpu_merge(ds_ctx *ctx, sort_plan *p, const void *a, int64_t na, const void *b, int64_t nb, void *out,
-                     int w, const int64_t *pa, const int64_t *pb, int64_t *pout)
+                     int w, int native, const int64_t *pa, const int64_t *pb, int64_t *pout)
 {
+    DS_ASSERT(!native);
     if (w == 4)
         MERGE_BODY(uint32_t);
     else

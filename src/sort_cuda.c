@@ -16,6 +16,15 @@ static uint64_t *small_at(sort_plan *p, int64_t words)
     return (uint64_t *)p->small + words;
 }
 
+// How the kernels map keys for comparison: native keys by the plan's type and direction; mapped keys
+// are unsigned ascending already (the identity map of the same width).
+static void key_order(const sort_plan *p, int w, int native, int *dtype, int *desc)
+{
+    *dtype = native ? p->o.dtype : w == 4 ? SORT_U32 : SORT_U64;
+    *desc = native ? p->o.descending : 0;
+    DS_ASSERT(sort_dtype_size(*dtype) == w);
+}
+
 static int cu_map(ds_ctx *ctx, void *dst, const void *src, int64_t n, int dtype, int desc, int inverse)
 {
     CUDA_CHECK(ctx, ds_ks_map(dst, src, n, dtype, desc, inverse, stream(ctx)));
@@ -58,37 +67,44 @@ static int cu_gather(ds_ctx *ctx, void *dst, const void *src, const int64_t *idx
     return DS_OK;
 }
 
-static int cu_sample(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int64_t s, uint64_t *out)
+static int cu_sample(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, int64_t s,
+                     uint64_t *out)
 {
     if (s <= 0)
         return DS_OK;
     uint64_t *d = small_at(p, 0);
     DS_ASSERT(s <= p->samples);
-    CUDA_CHECK(ctx, ds_ks_sample(keys, w, n, s, d, stream(ctx)));
+    int dtype, desc;
+    key_order(p, w, native, &dtype, &desc);
+    CUDA_CHECK(ctx, ds_ks_sample(keys, dtype, desc, n, s, d, stream(ctx)));
     return ctx->be->download(ctx, out, d, (size_t)s * 8);
 }
 
-static int cu_bounds(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, const uint64_t *split, int ns,
-                     int64_t *lo, int64_t *hi)
+static int cu_bounds(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int w, int native, const uint64_t *split,
+                     int ns, int64_t *lo, int64_t *hi)
 {
     if (ns <= 0)
         return DS_OK;
+    int dtype, desc;
+    key_order(p, w, native, &dtype, &desc);
     uint64_t *ds = small_at(p, p->samples);
     int64_t *dlo = (int64_t *)small_at(p, p->samples + ns), *dhi = (int64_t *)small_at(p, p->samples + 2 * ns);
     DS_CHECK(ctx->be->upload(ctx, ds, split, (size_t)ns * 8));
-    CUDA_CHECK(ctx, ds_ks_bounds(keys, w, n, ds, ns, dlo, dhi, stream(ctx)));
+    CUDA_CHECK(ctx, ds_ks_bounds(keys, dtype, desc, n, ds, ns, dlo, dhi, stream(ctx)));
     DS_CHECK(ctx->be->download(ctx, lo, dlo, (size_t)ns * 8));
     return ctx->be->download(ctx, hi, dhi, (size_t)ns * 8);
 }
 
 static int cu_merge(ds_ctx *ctx, sort_plan *p, const void *a, int64_t na, const void *b, int64_t nb, void *out, int w,
-                    const int64_t *pa, const int64_t *pb, int64_t *pout)
+                    int native, const int64_t *pa, const int64_t *pb, int64_t *pout)
 {
+    int dtype, desc;
+    key_order(p, w, native, &dtype, &desc);
     size_t bytes = 0;
-    CUDA_CHECK(ctx, ds_ks_merge(NULL, &bytes, a, na, b, nb, out, w, pa, pb, pout, stream(ctx)));
+    CUDA_CHECK(ctx, ds_ks_merge(NULL, &bytes, a, na, b, nb, out, dtype, desc, pa, pb, pout, stream(ctx)));
     DS_CHECK(sort_tmp_reserve(ctx, p, bytes));
     bytes = p->tmp_bytes;
-    CUDA_CHECK(ctx, ds_ks_merge(p->tmp, &bytes, a, na, b, nb, out, w, pa, pb, pout, stream(ctx)));
+    CUDA_CHECK(ctx, ds_ks_merge(p->tmp, &bytes, a, na, b, nb, out, dtype, desc, pa, pb, pout, stream(ctx)));
     return DS_OK;
 }
 

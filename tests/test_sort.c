@@ -1,6 +1,8 @@
 // test_sort.c: `dsolve sort`'s algorithm against a reference (qsort on (mapped key, position), so the
 // expected order is the stable one): every distribution × key type, descending, --argsort and
-// --values, ±0.0/NaN/±inf keys, tiny inputs (0 keys on some ranks, 1 key, fewer keys than ranks).
+// --values, ±0.0/NaN/±inf keys, tiny inputs (0 keys on some ranks, 1 key, fewer keys than ranks), and
+// the path each run took: native keys on the CUDA backend unless some rank holds -0.0 or a negative
+// NaN (then mapped on every rank), mapped always on the CPU backend.
 // Mode "cpu" (default): the CPU backend. Mode "gpu": the CUDA backend on the same cases and larger
 // ones, plus a sort of more than 2^31 int32 keys checked by sort_check; exits 77 without a GPU per rank.
 #include <math.h>
@@ -32,6 +34,25 @@ static uint64_t mapped(const void *k, int dtype, int desc, int64_t i)
 }
 
 static uint64_t value_of(int64_t i) { return (uint64_t)i * 2654435761u + 17; }
+
+// 1 when a float key is -0.0 or a NaN with its sign bit set (where CUB's order differs from ours).
+static int has_special(const void *k, int64_t N, int dtype)
+{
+    for (int64_t i = 0; i < N && (dtype == SORT_F32 || dtype == SORT_F64); i++) {
+        uint64_t x = dtype == SORT_F32 ? ((const uint32_t *)k)[i] : ((const uint64_t *)k)[i];
+        uint64_t top = dtype == SORT_F32 ? 0x80000000ull : 0x8000000000000000ull;
+        uint64_t inf = dtype == SORT_F32 ? 0x7f800000ull : 0x7ff0000000000000ull;
+        if (x == top || ((x & top) && (x & ~top) > inf))
+            return 1;
+    }
+    return 0;
+}
+
+// The path every rank must report: native where the backend sorts native keys and no key is special.
+static int expected_native(ds_ctx *ctx, const void *all, int64_t N, int dtype)
+{
+    return sort_ops_for(ctx)->native_ok && !has_special(all, N, dtype);
+}
 
 // This rank's result, gathered on rank 0 (small sizes only). n_all gets the total.
 static void *gather_bytes(ds_ctx *ctx, const void *dev, int64_t n, int size, int64_t *n_all)
@@ -121,6 +142,9 @@ static void run_case(ds_ctx *ctx, const void *all, int64_t N, const sort_opts *o
     for (int rep = 0; rc == DS_OK && rep < 2; rep++)  // twice: the second run reuses the plan
         rc = sort_run(ctx, &p, &r);
     CHECK(rc == DS_OK, "%s: sort_run: %s", what, ctx->msg.text);
+    if (rc == DS_OK)
+        CHECK(r.path_native == expected_native(ctx, all, N, o->dtype), "%s: rank %d took the %s path", what,
+              ctx->rank, r.path_native ? "native" : "mapped");
     int ok = 0;
     char why[256] = "";
     if (rc == DS_OK) {
@@ -166,6 +190,64 @@ static void *special_floats(int dtype, int64_t N, uint64_t seed)
     return k;
 }
 
+static void put_bits(void *k, int64_t i, int w, uint64_t bits)
+{
+    if (w == 4)
+        ((uint32_t *)k)[i] = (uint32_t)bits;
+    else
+        ((uint64_t *)k)[i] = bits;
+}
+
+// ±inf, +NaNs of several payloads (quiet and signalling), +0.0, denormals and ordinary values: special
+// to IEEE but ordered alike by CUB and by us, so the CUDA backend sorts them natively.
+static void *clean_floats(int dtype, int64_t N, uint64_t seed)
+{
+    const int w = sort_dtype_size(dtype);
+    char *k = malloc((size_t)N * w);
+    sort_gen_keys(dtype, DIST_GAUSS, seed, N, 0, N, k, 1);
+    const uint32_t b32[] = {0x00000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7fc00001u,
+                            0x7f800001u, 0x00000001u, 0x80000001u, 0x3f800000u, 0xbf800000u};
+    const uint64_t b64[] = {0, 0x7ff0000000000000ull, 0xfff0000000000000ull, 0x7ff8000000000000ull,
+                            0x7ff8000000000001ull, 0x7ff0000000000001ull, 1, 0x8000000000000001ull,
+                            0x3ff0000000000000ull, 0xbff0000000000000ull};
+    for (int64_t i = 0; i < N; i += 3) {
+        int j = (int)((i / 3 * 7 + seed) % 10);
+        put_bits(k, i, w, w == 4 ? b32[j] : b64[j]);
+    }
+    return k;
+}
+
+// Float keys of both kinds: with -0.0 and -NaN throughout (mapped path), without (native on the GPU),
+// and without but for one -0.0 on the last rank or one -NaN on the first (every rank must go mapped).
+static void float_cases(ds_ctx *ctx, uint64_t seed, int64_t scale)
+{
+    char what[160];
+    for (int t = SORT_F32; t <= SORT_F64; t++)
+        for (int desc = 0; desc < 2; desc++) {
+            const int w = sort_dtype_size(t);
+            int64_t N = 2000 * scale + 1;
+            sort_opts o = {.dtype = t, .descending = desc, .argsort = 1, .val_size = 4};
+            void *all = special_floats(t, N, seed);
+            snprintf(what, sizeof what, "%s ±0/NaN/inf%s on %d ranks (%s)", sort_dtype_name(t), desc ? " descending" : "",
+                     ctx->nranks, ctx->be->name);
+            run_case(ctx, all, N, &o, what);
+            free(all);
+            all = clean_floats(t, N, seed);
+            o.val_size = desc ? 0 : 8;
+            snprintf(what, sizeof what, "%s +0/+NaN/inf%s on %d ranks (%s)", sort_dtype_name(t), desc ? " descending" : "",
+                     ctx->nranks, ctx->be->name);
+            run_case(ctx, all, N, &o, what);
+            const uint64_t neg_nan = w == 4 ? 0xffc00000ull : 0xfff8000000000000ull;
+            const uint64_t neg_zero = w == 4 ? 0x80000000ull : 0x8000000000000000ull;
+            put_bits(all, desc ? 0 : N - 1, w, desc ? neg_nan : neg_zero);
+            o.argsort = !desc;
+            snprintf(what, sizeof what, "%s +0/+NaN/inf and one %s%s on %d ranks (%s)", sort_dtype_name(t),
+                     desc ? "-NaN first" : "-0.0 last", desc ? " descending" : "", ctx->nranks, ctx->be->name);
+            run_case(ctx, all, N, &o, what);
+            free(all);
+        }
+}
+
 static void cpu_and_gpu_cases(ds_ctx *ctx, uint64_t seed, int64_t scale)
 {
     static const char *dists[] = {"uniform", "sorted", "reverse", "equal", "few-unique", "zipf", "gaussian", "staggered"};
@@ -182,15 +264,18 @@ static void cpu_and_gpu_cases(ds_ctx *ctx, uint64_t seed, int64_t scale)
             run_case(ctx, all, N, &o, what);
             free(all);
         }
-    for (int t = SORT_F32; t <= SORT_F64; t++)
-        for (int desc = 0; desc < 2; desc++) {
-            int64_t N = 2000 * scale + 1;
-            void *all = special_floats(t, N, seed);
-            sort_opts o = {.dtype = t, .descending = desc, .argsort = 1, .val_size = 4};
-            snprintf(what, sizeof what, "%s ±0/NaN/inf%s (%s)", sort_dtype_name(t), desc ? " descending" : "", ctx->be->name);
-            run_case(ctx, all, N, &o, what);
-            free(all);
-        }
+    // Ties in descending order with the permutation and values: stability of every path.
+    for (int t = 0; t < SORT_NTYPES; t++) {
+        int64_t N = 2500 * scale + 3;
+        void *all = malloc((size_t)N * sort_dtype_size(t));
+        sort_gen_keys(t, DIST_FEW, seed + 11, N, 0, N, all, 2);
+        sort_opts o = {.dtype = t, .descending = 1, .argsort = 1, .val_size = 8};
+        snprintf(what, sizeof what, "%s few-unique N=%lld descending argsort values on %d ranks (%s)", sort_dtype_name(t),
+                 (long long)N, ctx->nranks, ctx->be->name);
+        run_case(ctx, all, N, &o, what);
+        free(all);
+    }
+    float_cases(ctx, seed, scale);
     // Tiny inputs: fewer keys than ranks (ranks with none), one key, two equal keys.
     const int64_t tiny[] = {1, 2, 3, 5, 9};
     for (int i = 0; i < 5; i++) {
@@ -226,6 +311,9 @@ static void big_case(ds_ctx *ctx, uint64_t seed)
         if (rc == DS_OK)
             rc = sort_check(ctx, &p, &r, &ok, why, sizeof why);
         CHECK(rc == DS_OK && ok, "2^31 + 4099 int32 keys%s: %s %s", desc ? " descending" : "", why, ctx->msg.text);
+        if (rc == DS_OK)
+            CHECK(r.path_native == sort_ops_for(ctx)->native_ok, "2^31 + 4099 int32 keys%s: the %s path",
+                  desc ? " descending" : "", r.path_native ? "native" : "mapped");
         sort_plan_free(ctx, &p);
     }
     ctx->be->free(ctx, d);
