@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ann.h"
+#include "vtanh.h"
 
 static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
                                int64_t count, double *dst)
@@ -99,43 +100,26 @@ static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t 
 
 // ---------------------------------------------------------------------------------------------------
 // forward: tanh and the constant and target columns over threads, after the product by OpenBLAS; with
-// few inputs (the seed's 10) the threads form the products themselves, so that H is written once.
+// few inputs (the seed's 10) the threads form the products themselves, so that H is written once. The
+// tanh is src/vtanh.c's (vectorised, absolute error within 4e-16).
 
 enum { FUSED_MAX_INPUTS = 32 };
 
-// tanh through one exp: twice as fast as glibc's tanh, with an absolute error within 2.3e-16 (what
-// matters for a column of H; the relative error grows only where tanh is itself below ~1e-3).
-static inline double ann_tanh(double x)
-{
-    double e = exp(-2.0 * fabs(x)), t = (1.0 - e) / (1.0 + e);
-    return x < 0 ? -t : t;
-}
-
 typedef struct act_job {
     double *H;
-    const double *X, *W, *y;  // X: NULL when H already holds the products
+    const double *X, *Wt, *y;  // X: NULL when H already holds the products; Wt: (n + 1) × K, bias row last
     int64_t row0, rows, n, K, outputs, ld;
 } act_job;
 
 static void *act_run(void *arg)
 {
     const act_job *j = arg;
-    const int64_t n1 = j->n + 1;
     for (int64_t i = j->row0; i < j->row0 + j->rows; i++) {
         double *h = j->H + i * j->ld;
-        if (j->X) {
-            const double *x = j->X + i * j->n;
-            for (int64_t k = 0; k < j->K; k++) {
-                const double *w = j->W + k * n1;
-                double z = w[j->n];
-                for (int64_t c = 0; c < j->n; c++)
-                    z += x[c] * w[c];
-                h[k] = ann_tanh(z);
-            }
-        } else {
-            for (int64_t k = 0; k < j->K; k++)
-                h[k] = ann_tanh(h[k] + j->W[k * n1 + j->n]);
-        }
+        if (j->X)
+            ds_tanh_affine(j->X + i * j->n, j->n, j->Wt, j->K, h);
+        else
+            ds_tanh_shift(h, j->Wt + j->n * j->K, j->K);
         h[j->K] = 1.0;
         if (!j->y)
             continue;
@@ -153,6 +137,12 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
 {
     enum { MAX_THREADS = 64 };
     const int fused = n <= FUSED_MAX_INPUTS;
+    double *Wt = malloc((size_t)((n + 1) * K) * sizeof(double));
+    if (!Wt)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t c = 0; c <= n; c++)
+            Wt[c * K + k] = W[k * (n + 1) + c];
     if (!fused)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)K, (int)n, 1.0, X, (int)n, W, (int)(n + 1),
                     0.0, H, (int)ld);
@@ -165,7 +155,7 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
     int started[MAX_THREADS] = {0};
     for (int t = 0; t < threads; t++) {
         int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
-        job[t] = (act_job){H, fused ? X : NULL, W, y, a, b - a, n, K, outputs, ld};
+        job[t] = (act_job){H, fused ? X : NULL, Wt, y, a, b - a, n, K, outputs, ld};
         started[t] = t > 0 && pthread_create(&tid[t], NULL, act_run, &job[t]) == 0;
     }
     for (int t = 0; t < threads; t++)
@@ -174,6 +164,7 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
     for (int t = 0; t < threads; t++)
         if (started[t])
             pthread_join(tid[t], NULL);
+    free(Wt);
     return DS_OK;
 }
 
