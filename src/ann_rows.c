@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rng.h"
 
@@ -107,8 +106,7 @@ static void *subset_run(void *arg)
 int ann_subsets_draw(ds_ctx *ctx, uint64_t seed, int64_t m, int64_t S, int64_t k0, int64_t nb, int64_t *out)
 {
     enum { MAX_THREADS = 64 };
-    long cores = sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
-    int threads = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+    int threads = ctx_cores(ctx) < MAX_THREADS ? ctx_cores(ctx) : MAX_THREADS;
     if (threads > nb)
         threads = nb > 0 ? (int)nb : 1;
     subset_job job[MAX_THREADS];

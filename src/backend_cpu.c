@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctx.h"
 
@@ -33,13 +32,11 @@ static int cpu_open(ds_ctx *ctx)
                            (long long)DS_CPU_A2A_CHUNK, s);
         st->a2a_chunk = v;
     }
-    // OpenBLAS's threads: the node's cores shared among its ranks (OpenBLAS alone would give every rank
-    // all of them), unless OPENBLAS_NUM_THREADS says otherwise.
+    // OpenBLAS's threads: the rank's cores (ctx_cores; OpenBLAS alone would give every rank all of the
+    // node's), unless OPENBLAS_NUM_THREADS says otherwise.
     const char *env = getenv("OPENBLAS_NUM_THREADS");
-    if (!env || !*env) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
-        openblas_set_num_threads(cores < 1 ? 1 : cores > INT_MAX ? INT_MAX : (int)cores);
-    }
+    if (!env || !*env)
+        openblas_set_num_threads(ctx_cores(ctx));
     return DS_OK;
 }
 

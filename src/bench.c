@@ -139,8 +139,7 @@ static int bench_plan_make(const bench_run *b, const char *name, bench_plan *p, 
 static int bench_threads(const ds_ctx *ctx)
 {
     const char *env = getenv("OPENBLAS_NUM_THREADS");
-    int t = env && atoi(env) > 0 ? atoi(env) : (int)sysconf(_SC_NPROCESSORS_ONLN) / (ctx->local_size > 0 ? ctx->local_size : 1);
-    return t < 1 ? 1 : t;
+    return env && atoi(env) > 0 ? atoi(env) : ctx_cores(ctx);
 }
 
 // The CPU context always; the GPU context when --backend allows and every rank has a GPU of its own.

@@ -1,6 +1,9 @@
 // ctx.c: the run context: node-local rank, backend choice (auto, cpu, cuda), device, agreement.
+#define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT
 #include "ctx.h"
 
+#include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +15,15 @@ static void ctx_find_local_rank(ds_ctx *ctx)
     MPI_Comm_rank(node, &ctx->local_rank);
     MPI_Comm_size(node, &ctx->local_size);
     MPI_Comm_free(&node);
+}
+
+int ctx_cores(const ds_ctx *ctx)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN), cores = online / (ctx->local_size > 0 ? ctx->local_size : 1);
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) < online)
+        cores = CPU_COUNT(&mask);
+    return cores < 1 ? 1 : cores > INT_MAX ? INT_MAX : (int)cores;
 }
 
 // Every rank must have a GPU of its own for CUDA: local ranks ≤ local GPUs on every node.

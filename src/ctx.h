@@ -1,6 +1,6 @@
 // ctx.h: the run context passed first to every distributed function: the communicator, this rank's
 // place on its node, the backend and its device.
-// provides: ds_ctx, ctx_open, ctx_close, ctx_agree, ctx_log
+// provides: ds_ctx, ctx_open, ctx_close, ctx_agree, ctx_log, ctx_cores
 #ifndef DS_CTX_H
 #define DS_CTX_H
 
@@ -34,6 +34,10 @@ void ctx_close(ds_ctx *ctx);
 // later calls return it at once without a collective, so a rank that failed early and one that
 // learns of it later make the same sequence of collectives.
 int ctx_agree(ds_ctx *ctx, int status);
+
+// The cores this rank may use: its affinity mask's CPUs when the launcher bound it to fewer than the
+// node's, otherwise the node's online CPUs shared among the node's ranks. At least 1.
+int ctx_cores(const ds_ctx *ctx);
 
 // Rank 0 prints one line to stderr (progress and notes), unless ctx->quiet.
 void ctx_log(const ds_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
