@@ -42,16 +42,15 @@ static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int6
     return c < rows ? c : rows > 0 ? rows : 1;
 }
 
-static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                       const double *tc, int64_t ld, double *acc, int64_t gsize)
+// acc (zero) += the Gram of this rank's H, formed chunk by chunk in backend memory.
+static int gram_by_chunks(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                          const double *tc, int64_t ld, double *acc, int64_t gsize)
 {
     const ds_backend *be = ctx->be;
     const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
     const int64_t ch = chunk_rows(ctx, o, ld, d->X.rows);
     void *H = NULL, *tmp = NULL;
     int rc = be->alloc(ctx, &H, (size_t)(ch * ld) * sizeof(double));
-    if (rc == DS_OK)  // a rank without rows still adds its (zero) share
-        rc = be->fill(ctx, acc, gsize, 0.0);
     if (rc == DS_OK && d->X.rows > ch)
         rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
     for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
@@ -70,9 +69,22 @@ static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const 
         be->free(ctx, H);
     if (tmp)
         be->free(ctx, tmp);
+    return rc;
+}
+
+// acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as be->gram leaves them).
+static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                       const double *tc, int64_t ld, double *acc, int64_t gsize)
+{
+    int rc = ctx->be->fill(ctx, acc, gsize, 0.0);  // a rank without rows still adds its (zero) share
+    if (rc == DS_OK && ops->forward_gram)
+        rc = ops->forward_gram(ctx, d->X.data, d->X.rows, d->X.cols, Wd, o->neurons, tc,
+                               o->classes ? o->classes : 1, ld, acc);
+    else if (rc == DS_OK)
+        rc = gram_by_chunks(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, be->allreduce_sum(ctx, acc, gsize));
+        rc = ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, gsize));
     return rc;
 }
 

@@ -95,6 +95,11 @@ typedef struct ann_ops {
     // one-hot of the labels y (outputs C); with y NULL only the first K + 1 columns are written.
     int (*forward)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
                    const double *y, int64_t outputs, double *H, int64_t ld);
+    // Optional (NULL: output_gram forms H in chunks by forward and sums be->gram's): acc[0 .. ld·ld),
+    // zero on entry, = HᵀH (full symmetric) for H = forward(X, rows, n, W, K, y, outputs) of width ld,
+    // without storing H. acc's other entries are left alone.
+    int (*forward_gram)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                        const double *y, int64_t outputs, int64_t ld, double *acc);
     // P (rows × outputs) = H[:, :K+1] · V (V: (K+1) × outputs, row-major).
     int (*output)(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
                   int64_t outputs, double *P);
@@ -109,6 +114,11 @@ typedef struct ann_ops {
 } ann_ops;
 
 extern const ann_ops ann_ops_cpu;
+
+// The CPU's forward_gram with its thread count and tile (rows) given (the op chooses them from the
+// rank's cores and the Grams' memory); for the tests.
+int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
+                 int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc);
 #ifdef DSOLVE_HAVE_CUDA
 extern const ann_ops ann_ops_cuda;
 #endif

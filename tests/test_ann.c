@@ -12,6 +12,7 @@
 #include "ann_rows.h"
 #include "data.h"
 #include "harness.h"
+#include "rng.h"
 
 typedef struct trained {
     ann_model m;
@@ -271,6 +272,44 @@ static void test_routing(ds_ctx *ctx, const ann_ops *ops)
 
 // ---------------------------------------------------------------------------------------------------
 
+// The CPU's Gram of H without H (ann_cpu_gram) against H formed by forward and multiplied out here, for
+// thread counts and tiles that split the rows unevenly, with few (act_run's product) and many inputs
+// (OpenBLAS's), for a regression target and for one-hot classes.
+static void test_cpu_gram(ds_ctx *ctx)
+{
+    const int64_t rows = 2000, K = 50;
+    const int64_t shapes[][2] = {{6, 1}, {40, 3}};  // inputs, outputs
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t n = shapes[s][0], outputs = shapes[s][1], ld = K + 1 + outputs;
+        double *X = malloc((size_t)(rows * n) * sizeof(double)), *W = malloc((size_t)(K * (n + 1)) * sizeof(double));
+        double *y = malloc((size_t)rows * sizeof(double)), *H = malloc((size_t)(rows * ld) * sizeof(double));
+        double *ref = calloc((size_t)(ld * ld), sizeof(double)), *acc = malloc((size_t)(ld * ld) * sizeof(double));
+        for (int64_t i = 0; i < rows * n; i++)
+            X[i] = rng_uniform(5, s, (uint64_t)i) - 0.5;
+        for (int64_t i = 0; i < K * (n + 1); i++)
+            W[i] = (rng_uniform(6, s, (uint64_t)i) - 0.5) * 4 / (double)n;
+        for (int64_t i = 0; i < rows; i++)
+            y[i] = outputs == 1 ? rng_uniform(7, s, (uint64_t)i) - 0.5 : (double)(i % outputs);
+        CHECK(ann_ops_cpu.forward(ctx, X, rows, n, W, K, y, outputs, H, ld) == DS_OK, "forward");
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t i = 0; i < ld; i++)
+                for (int64_t j = 0; j < ld; j++)
+                    ref[i * ld + j] += H[r * ld + i] * H[r * ld + j];
+        const int threads[] = {1, 2, 3, 7};
+        const int64_t tiles[] = {37, 2000};
+        for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++)
+            for (size_t u = 0; u < sizeof tiles / sizeof tiles[0]; u++) {
+                memset(acc, 0, (size_t)(ld * ld) * sizeof(double));
+                int rc = ann_cpu_gram(ctx, X, rows, n, W, K, y, outputs, ld, threads[t], tiles[u], acc);
+                double d = test_rel_diff(acc, ref, ld * ld);
+                CHECK(rc == DS_OK && d <= 1e-13, "ann_cpu_gram n %lld outputs %lld, %d threads, tiles of %lld rows: "
+                      "%.3e from the Gram of forward's H", (long long)n, (long long)outputs, threads[t],
+                      (long long)tiles[u], d);
+            }
+        free(X), free(W), free(y), free(H), free(ref), free(acc);
+    }
+}
+
 static void test_gpu_against_cpu(ds_ctx *cpu, ds_ctx *gpu, uint64_t seed)
 {
     struct {
@@ -345,6 +384,7 @@ static int run_cpu(void)
         test_bad_targets(&world);
         test_subsets(&world);
         test_routing(&world, &ann_ops_cpu);
+        test_cpu_gram(&self);
     }
     ctx_close(&self);
     ctx_close(&world);
