@@ -68,13 +68,8 @@ __global__ void k_rows(T *Z, const int32_t *labels, int64_t n, int K, int model,
 __global__ void k_reduce(const double *partials, int nblocks, const float *Gf, int64_t dk, double *gbuf)
 {
     __shared__ double s_red[32];
-    double loss = 0, correct = 0;
-    for (int b = threadIdx.x; b < nblocks; b += blockDim.x) {
-        loss += partials[2 * b];
-        correct += partials[2 * b + 1];
-    }
-    loss = block_sum(loss, s_red);
-    correct = block_sum(correct, s_red);
+    double loss, correct;
+    block_sum_pairs(partials, nblocks, s_red, &loss, &correct);
     if (Gf)
         for (int64_t i = threadIdx.x; i < dk; i += blockDim.x)
             gbuf[i] = Gf[i];

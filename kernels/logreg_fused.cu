@@ -195,13 +195,8 @@ __global__ void k_fused_reduce(const float *partG, const double *partials, int b
 {
     __shared__ double s_red[32];
     if (blockIdx.x == gridDim.x - 1) {
-        double loss = 0, correct = 0;
-        for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
-            loss += partials[2 * b];
-            correct += partials[2 * b + 1];
-        }
-        loss = block_sum(loss, s_red);
-        correct = block_sum(correct, s_red);
+        double loss, correct;
+        block_sum_pairs(partials, blocks, s_red, &loss, &correct);
         if (threadIdx.x == 0) {
             gbuf[dk] = loss;
             gbuf[dk + 1] = correct;
@@ -221,10 +216,7 @@ template <int K>
 cudaError_t launch(const float *X, int64_t n, int D, const double *W, const int32_t *labels, int model, int grad,
                    int blocks, int64_t rows_per, float *partG, double *partials, cudaStream_t stream)
 {
-    const size_t smem = smem_bytes(D, K);
-    cudaError_t rc = cudaFuncSetAttribute(k_fused<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (rc != cudaSuccess)
-        return rc;
+    const size_t smem = smem_bytes(D, K);  // allowed once by lrk_fused_plan (occupancy)
     const bool vec = ((uintptr_t)X & 15) == 0;
     k_fused<K><<<blocks, kThreads, smem, stream>>>(X, n, D, W, labels, model, grad, rows_per, vec, partG, partials);
     return cudaGetLastError();
@@ -233,9 +225,12 @@ cudaError_t launch(const float *X, int64_t n, int D, const double *W, const int3
 template <int K>
 int occupancy(int D)
 {
+    // The kernel may take the shared memory of the widest X it serves, so that any later pass of any
+    // width is allowed; the occupancy is that of this width.
     const size_t smem = smem_bytes(D, K);
     int per_sm = 0;
-    if (cudaFuncSetAttribute(k_fused<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess ||
+    if (cudaFuncSetAttribute(k_fused<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_bytes(kMaxCols, K)) !=
+            cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_fused<K>, kThreads, smem) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;

@@ -50,7 +50,8 @@ int lrk_fused_plan(int64_t D, int K);
 
 // The partial sums of lr_ops.pass, per CTA: partG[b·D·K + j·K + k] = Σ X[i][j]·(P − Y)[i][k] over the
 // CTA's rows (grad only), partials[2b], [2b+1] = Σ loss, Σ correct; *blocks = the CTAs launched
-// (≤ max_blocks). W: D × K doubles (j·K + k), rounded to float.
+// (≤ max_blocks). W: D × K doubles (j·K + k), rounded to float. Call lrk_fused_plan for the same D and K
+// first (it allows the kernel its shared memory; the pass itself sets nothing on the host).
 cudaError_t lrk_fused_pass(const float *X, int64_t n, int64_t D, const double *W, const int32_t *labels, int K,
                            int model, int grad, int max_blocks, float *partG, double *partials, int *blocks,
                            cudaStream_t stream);

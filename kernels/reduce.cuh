@@ -1,6 +1,6 @@
 // reduce.cuh: device helpers shared by the kernels: read-only loads of X widened to double, and sums
 // over a warp and over a CTA in a fixed order (so results are bit-identical from run to run).
-// provides: kFullMask, ldx, warp_sum, block_sum, ceil_div
+// provides: kFullMask, ldx, warp_sum, block_sum, block_sum_pairs, ceil_div
 #ifndef DS_REDUCE_CUH
 #define DS_REDUCE_CUH
 
@@ -40,6 +40,19 @@ __device__ double block_sum(double v, double *s_red)
         t += s_red[w];
     __syncthreads();
     return t;
+}
+
+// The sums over b < n of pairs[2b] and pairs[2b + 1] (per-block partials), over the CTA in a fixed
+// order; every thread gets them. All threads must call it (see block_sum).
+__device__ void block_sum_pairs(const double *pairs, int n, double *s_red, double *first, double *second)
+{
+    double a = 0, b = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        a += pairs[2 * i];
+        b += pairs[2 * i + 1];
+    }
+    *first = block_sum(a, s_red);
+    *second = block_sum(b, s_red);
 }
 
 int64_t ceil_div(int64_t a, int64_t b)
