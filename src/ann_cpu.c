@@ -1,12 +1,15 @@
 // ann_cpu.c: the network's operations on the CPU backend (host memory): OpenBLAS for the products,
 // LAPACK for the hidden fits and the output solve, POSIX threads for the element-wise tanh.
+#define _GNU_SOURCE  // madvise, MADV_HUGEPAGE
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ann.h"
 #include "vtanh.h"
@@ -194,11 +197,13 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
 // forward_gram: the Gram of H without H. Each of the rank's cores takes a contiguous share of the rows,
 // forms them GRAM_TILE_BYTES at a time (a tile that stays in its cache) and adds the tile's DSYRK, on
 // one OpenBLAS thread, to a Gram of its own; the Grams are then summed in thread order, so the result
-// depends on the rows and the thread count only. Against H in 256 MB chunks and one DSYRK on all the
-// cores, this skips the first touch of the chunk and OpenBLAS's split of one DSYRK among its threads
-// (the seed problem's HᵀH on 2 cores: 1.00 s with one DSYRK, 0.93 s as two; on 16 cores of 64 one
-// DSYRK took 0.19 s and on all 64 1.16 s). When the cores' Grams would not fit in GRAM_MAX_BYTES,
-// one thread forms the tiles and OpenBLAS's threads take each tile's DSYRK (at most ld / 64 of them).
+// depends on the rows and the thread count only, and the lower triangle is mirrored from the upper,
+// both over row bands of equal work. Against H in 256 MB chunks and one DSYRK on all the cores, this
+// skips the first touch of the chunk and OpenBLAS's split of one DSYRK among its threads (the seed
+// problem's HᵀH on 2 cores: 1.00 s with one DSYRK, 0.93 s as two; on 16 cores of 64 one DSYRK took
+// 0.19 s and on all 64 1.16 s). When the cores' Grams would not fit in GRAM_MAX_BYTES, one thread
+// forms the tiles and OpenBLAS's threads take each tile's DSYRK (at most ld / 64 of them).
+// DSOLVE_TRACE=1 prints each rank's phases.
 
 enum { GRAM_TILE_BYTES = 8 << 20, MAX_GRAM_THREADS = 256 };
 static const int64_t GRAM_MAX_BYTES = (int64_t)2 << 30;
@@ -207,6 +212,7 @@ typedef struct gram_job {
     act_job fwd;       // X, Wt, y, n, K, outputs, ld; H is the tile
     const double *W;   // for the product when n > FUSED_MAX_INPUTS
     double *G;         // ld × ld, upper triangle accumulated
+    int zero;          // 1: G is this thread's own, zeroed here (its first touch)
     int64_t row0, rows, tile_rows;
 } gram_job;
 
@@ -214,6 +220,8 @@ static void *gram_run(void *arg)
 {
     gram_job *j = arg;
     const int64_t ld = j->fwd.ld;
+    if (j->zero)
+        memset(j->G, 0, (size_t)(ld * ld) * sizeof(double));
     for (int64_t r = j->row0; r < j->row0 + j->rows; r += j->tile_rows) {
         int64_t nr = j->row0 + j->rows - r < j->tile_rows ? j->row0 + j->rows - r : j->tile_rows;
         forward_rows(&j->fwd, j->W, r, nr, j->fwd.H);
@@ -240,6 +248,29 @@ static void *sum_run(void *arg)
     return NULL;
 }
 
+// acc's rows row0 .. row1−1, below the diagonal, from the upper triangle.
+static void *mirror_run(void *arg)
+{
+    const sum_job *s = arg;
+    for (int64_t i = s->row0; i < s->row1; i++)
+        for (int64_t c = 0; c < i; c++)
+            s->acc[i * s->ld + c] = s->acc[c * s->ld + i];
+    return NULL;
+}
+
+// Row bands of a triangle of ld rows with equal areas: band t is rows cut[t] .. cut[t+1]−1, for the
+// upper triangle (row i holds ld − i entries) or the lower (i entries).
+static void triangle_bands(int64_t ld, int bands, int upper, int64_t *cut)
+{
+    cut[0] = 0;
+    for (int t = 1; t < bands; t++) {
+        double f = (double)t / bands;  // the share of the area above the cut
+        int64_t c = (int64_t)((double)ld * (upper ? 1.0 - sqrt(1.0 - f) : sqrt(f)));
+        cut[t] = c < cut[t - 1] ? cut[t - 1] : c > ld ? ld : c;
+    }
+    cut[bands] = ld;
+}
+
 // Runs fn on jobs 1 .. count−1 in threads and job 0 here; a thread that cannot start runs here too.
 static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int count)
 {
@@ -258,48 +289,52 @@ static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int count)
 int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
                  int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc)
 {
+    const size_t huge = (size_t)2 << 20;
     threads = threads < 1 ? 1 : threads > MAX_GRAM_THREADS ? MAX_GRAM_THREADS : threads;
-    double *Wt = weights_t(W, n, K), *G[MAX_GRAM_THREADS] = {NULL}, *tiles = NULL;
-    int ok = Wt != NULL;
-    for (int t = 1; ok && t < threads; t++)
-        ok = (G[t] = calloc((size_t)(ld * ld), sizeof(double))) != NULL;
-    ok = ok && (tiles = malloc((size_t)(threads * tile * ld) * sizeof(double))) != NULL;
-    if (!ok) {
-        for (int t = 1; t < threads; t++)
-            free(G[t]);
+    // One block holds each thread's Gram (thread 0 uses acc) and tile, 2 MB-aligned and advised for
+    // transparent huge pages, so that the threads' first touches fault 2 MB at a time and not 4 KB.
+    const size_t per = (((size_t)(ld * ld + tile * ld) * sizeof(double) + huge - 1) / huge) * huge;
+    double *Wt = weights_t(W, n, K), *G[MAX_GRAM_THREADS] = {NULL};
+    char *block = Wt ? aligned_alloc(huge, per * (size_t)threads) : NULL;
+    if (!block) {
         free(Wt);
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the Gram of H (%d threads, ld %lld)",
-                       threads, (long long)ld);
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the Gram of H (%d threads of %.0f MB)",
+                       threads, (double)per / 1e6);
     }
-    G[0] = acc;
+    (void)madvise(block, per * (size_t)threads, MADV_HUGEPAGE);  // a hint: no huge pages is no error
     gram_job job[MAX_GRAM_THREADS];
     for (int t = 0; t < threads; t++) {
         int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
-        job[t] = (gram_job){{tiles + t * tile * ld, X, Wt, y, 0, 0, n, K, outputs, ld}, W, G[t], a, b - a, tile};
+        G[t] = t == 0 ? acc : (double *)(block + per * (size_t)t);
+        double *tl = (double *)(block + per * (size_t)t) + ld * ld;
+        job[t] = (gram_job){{tl, X, Wt, y, 0, 0, n, K, outputs, ld}, W, G[t], t > 0, a, b - a, tile};
     }
+    const double t0 = MPI_Wtime();
     const int blas_threads = openblas_get_num_threads();
     int one_threads = ld / 64 < 1 ? 1 : ld / 64 < ctx_cores(ctx) ? (int)(ld / 64) : ctx_cores(ctx);
     openblas_set_num_threads(threads > 1 ? 1 : one_threads < blas_threads ? one_threads : blas_threads);
     run_jobs(gram_run, job, sizeof job[0], threads);
     openblas_set_num_threads(blas_threads);
-    if (threads > 1) {  // sum the Grams over row bands of equal work
-        sum_job sj[MAX_GRAM_THREADS];
-        int64_t prev = 0;
-        for (int t = 0; t < threads; t++) {
-            // band t ends where the triangle's remaining area is (threads − t − 1) / threads of the whole
-            int64_t end = t == threads - 1 ? ld : (int64_t)((double)ld * (1.0 - sqrt((double)(threads - t - 1) / threads)));
-            end = end < prev ? prev : end > ld ? ld : end;
-            sj[t] = (sum_job){acc, G + 1, threads - 1, ld, prev, end};
-            prev = end;
-        }
+    const double t1 = MPI_Wtime();
+    int64_t cut[MAX_GRAM_THREADS + 1];
+    sum_job sj[MAX_GRAM_THREADS];
+    if (threads > 1) {  // the Grams summed into acc in thread order, over row bands of equal work
+        triangle_bands(ld, threads, 1, cut);
+        for (int t = 0; t < threads; t++)
+            sj[t] = (sum_job){acc, G + 1, threads - 1, ld, cut[t], cut[t + 1]};
         run_jobs(sum_run, sj, sizeof sj[0], threads);
     }
-    for (int64_t i = 0; i < ld; i++)  // the lower triangle from the upper
-        for (int64_t c = 0; c < i; c++)
-            acc[i * ld + c] = acc[c * ld + i];
-    for (int t = 1; t < threads; t++)
-        free(G[t]);
-    free(tiles), free(Wt);
+    const double t2 = MPI_Wtime();
+    triangle_bands(ld, threads, 0, cut);
+    for (int t = 0; t < threads; t++)
+        sj[t] = (sum_job){acc, NULL, 0, ld, cut[t], cut[t + 1]};
+    run_jobs(mirror_run, sj, sizeof sj[0], threads);
+    const char *trace = getenv("DSOLVE_TRACE");
+    if (trace && *trace && strcmp(trace, "0") != 0)
+        fprintf(stderr, "trace: ann gram rank %d/%d (cpu): %lld rows, %d threads, tiles of %lld rows; tiles and DSYRK "
+                "%.4f s, sum %.4f s, mirror %.4f s\n", ctx->rank, ctx->nranks, (long long)rows, threads,
+                (long long)tile, t1 - t0, t2 - t1, MPI_Wtime() - t2);
+    free(block), free(Wt);
     return DS_OK;
 }
 
