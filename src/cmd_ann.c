@@ -31,7 +31,7 @@ static const ds_opt ann_table[] = {
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write the model: /W, /V and attributes (atomically)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "predicted against actual on the test set (else the training set)"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up training, then R timed ones; medians reported"},
-    {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda)"},
+    {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda; the CPU training Gram tiles H instead)"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
