@@ -161,6 +161,24 @@ static void forward_rows(const act_job *proto, const double *W, int64_t row0, in
     act_run(&j);
 }
 
+enum { MAX_JOBS = 256 };  // threads of run_jobs
+
+// Runs fn on jobs 1 .. count−1 (count ≤ MAX_JOBS) in threads and job 0 here; a job whose thread cannot
+// start runs here too.
+static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int count)
+{
+    pthread_t tid[MAX_JOBS];
+    int started[MAX_JOBS] = {0};
+    for (int t = 1; t < count; t++)
+        started[t] = pthread_create(&tid[t], NULL, fn, (char *)jobs + t * size) == 0;
+    for (int t = 0; t < count; t++)
+        if (!started[t])
+            fn((char *)jobs + t * size);
+    for (int t = 1; t < count; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
 static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
                        const double *y, int64_t outputs, double *H, int64_t ld)
 {
@@ -176,19 +194,11 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
     if (rows < 64 * threads)
         threads = 1;
     act_job job[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
     for (int t = 0; t < threads; t++) {
         int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
         job[t] = (act_job){H, fused ? X : NULL, Wt, y, a, b - a, n, K, outputs, ld};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, act_run, &job[t]) == 0;
     }
-    for (int t = 0; t < threads; t++)
-        if (!started[t])
-            act_run(&job[t]);
-    for (int t = 0; t < threads; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
+    run_jobs(act_run, job, sizeof job[0], threads);
     free(Wt);
     return DS_OK;
 }
@@ -205,7 +215,7 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
 // forms the tiles and OpenBLAS's threads take each tile's DSYRK (at most ld / 64 of them).
 // DSOLVE_TRACE=1 prints each rank's phases.
 
-enum { GRAM_TILE_BYTES = 8 << 20, MAX_GRAM_THREADS = 256 };
+enum { GRAM_TILE_BYTES = 8 << 20, MAX_GRAM_THREADS = MAX_JOBS };
 static const int64_t GRAM_MAX_BYTES = (int64_t)2 << 30;
 
 typedef struct gram_job {
@@ -269,21 +279,6 @@ static void triangle_bands(int64_t ld, int bands, int upper, int64_t *cut)
         cut[t] = c < cut[t - 1] ? cut[t - 1] : c > ld ? ld : c;
     }
     cut[bands] = ld;
-}
-
-// Runs fn on jobs 1 .. count−1 in threads and job 0 here; a thread that cannot start runs here too.
-static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int count)
-{
-    pthread_t tid[MAX_GRAM_THREADS];
-    int started[MAX_GRAM_THREADS] = {0};
-    for (int t = 1; t < count; t++)
-        started[t] = pthread_create(&tid[t], NULL, fn, (char *)jobs + t * size) == 0;
-    for (int t = 0; t < count; t++)
-        if (!started[t])
-            fn((char *)jobs + t * size);
-    for (int t = 1; t < count; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
 }
 
 int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
