@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/err.h"
+#include "core/err.h"
 
 typedef struct h5io_lsq_info {
     int64_t rows, cols;

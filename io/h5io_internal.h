@@ -10,7 +10,7 @@
 #include <hdf5.h>
 #include <stdint.h>
 
-#include "../src/err.h"
+#include "core/err.h"
 
 enum {
     NAME_MAX_LEN = 256,                // longest dataset path, leading '/' included

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "../src/err.h"
+#include "core/err.h"
 
 // What an IDX header says: count items, each dims[1] × dims[2] bytes (images, ndims 3) or one byte
 // (labels, ndims 1). row_len = dims[1]·dims[2] for images and 1 for labels.

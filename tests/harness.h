@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 
 static int test_failures_ = 0;
 static int test_checks_ = 0;
@@ -58,9 +58,9 @@ static inline int test_gpus_for_all(void)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &local);
     MPI_Comm_free(&node);
-#ifdef DSOLVE_HAVE_CUDA
-    have = ds_cuda_device_count() >= local;
-#endif
+    const char *why = NULL;
+    const ds_backend *dev = ds_backend_device(&why);
+    have = dev && dev->device_count() >= local;
     MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all;
 }

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctx.h"
+#include "core/ctx.h"
 #include "harness.h"
-#include "rng.h"
+#include "core/rng.h"
 
 #define GUARD 0xA5
 #define GAP 3  // guard bytes after every block

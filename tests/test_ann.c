@@ -8,11 +8,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "ann.h"
-#include "ann_rows.h"
-#include "data.h"
+#include "ann/ann.h"
+#include "ann/ann_rows.h"
+#include "core/data.h"
 #include "harness.h"
-#include "rng.h"
+#include "core/rng.h"
 
 typedef struct trained {
     ann_model m;
@@ -290,7 +290,7 @@ static void test_cpu_gram(ds_ctx *ctx)
             W[i] = (rng_uniform(6, s, (uint64_t)i) - 0.5) * 4 / (double)n;
         for (int64_t i = 0; i < rows; i++)
             y[i] = outputs == 1 ? rng_uniform(7, s, (uint64_t)i) - 0.5 : (double)(i % outputs);
-        CHECK(ann_ops_cpu.forward(ctx, X, rows, n, W, K, y, outputs, H, ld) == DS_OK, "forward");
+        CHECK(ctx->be->ann->forward(ctx, X, rows, n, W, K, y, outputs, H, ld) == DS_OK, "forward");
         for (int64_t r = 0; r < rows; r++)
             for (int64_t i = 0; i < ld; i++)
                 for (int64_t j = 0; j < ld; j++)
@@ -355,19 +355,17 @@ static int run_gpu(void)
             printf("test_ann gpu: skipped: not every rank has a GPU of its own\n");
         return 77;
     }
-#ifdef DSOLVE_HAVE_CUDA
     uint64_t seed = test_seed("test_ann gpu");
     ds_ctx cpu, gpu;
     CHECK(ctx_open(&cpu, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", cpu.msg.text);
     CHECK(ctx_open(&gpu, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", gpu.msg.text);
     if (test_failures_ == 0) {
         test_gpu_against_cpu(&cpu, &gpu, seed);
-        test_eigen_route(&gpu, &ann_ops_cuda);
-        test_routing(&gpu, &ann_ops_cuda);
+        test_eigen_route(&gpu, gpu.be->ann);
+        test_routing(&gpu, gpu.be->ann);
     }
     ctx_close(&gpu);
     ctx_close(&cpu);
-#endif
     return test_finish("test_ann gpu");
 }
 
@@ -380,10 +378,10 @@ static int run_cpu(void)
     if (test_failures_ == 0) {
         test_rank_independence(&world, &self);
         test_accuracy(&world);
-        test_eigen_route(&world, &ann_ops_cpu);
+        test_eigen_route(&world, world.be->ann);
         test_bad_targets(&world);
         test_subsets(&world);
-        test_routing(&world, &ann_ops_cpu);
+        test_routing(&world, world.be->ann);
         test_cpu_gram(&self);
     }
     ctx_close(&self);

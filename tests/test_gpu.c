@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "data.h"
+#include "core/data.h"
 #include "harness.h"
-#include "rng.h"
-#include "solvebak.h"
+#include "core/rng.h"
+#include "solve/solvebak.h"
 
 typedef struct pair {
     ds_ctx cpu, gpu;
@@ -98,9 +98,9 @@ static void test_grad_update(pair *p, mats *M, int64_t up0, int64_t upn, int64_t
     double *oc = NULL, *og = NULL;
     p->cpu.be->alloc(&p->cpu, (void **)&oc, (size_t)(grn + 1) * 8);
     p->gpu.be->alloc(&p->gpu, (void **)&og, (size_t)(grn + 1) * 8);
-    int rc = p->gpu.be->grad_update(&p->gpu, &M->xg, eg, up0, upn, cg, gr0, grn, og);
+    int rc = p->gpu.be->solve->grad_update(&p->gpu, &M->xg, eg, up0, upn, cg, gr0, grn, og);
     CHECK(rc == DS_OK, "grad_update: %s", p->gpu.msg.text);
-    p->cpu.be->grad_update(&p->cpu, &M->xc, ec, up0, upn, cc, gr0, grn, oc);
+    p->cpu.be->solve->grad_update(&p->cpu, &M->xc, ec, up0, upn, cc, gr0, grn, oc);
     char what[160];
     snprintf(what, sizeof what, "grad_update %s m %lld up %lld+%lld gr %lld+%lld: e", M->xc.f32 ? "f32" : "f64",
              (long long)m, (long long)up0, (long long)upn, (long long)gr0, (long long)grn);
@@ -110,7 +110,7 @@ static void test_grad_update(pair *p, mats *M, int64_t up0, int64_t upn, int64_t
     // Twice on the same input gives the same bits (deterministic reductions).
     double *first = from_backend(&p->gpu, og, grn + 1);
     p->gpu.be->upload(&p->gpu, eg, M->host, (size_t)m * 8);
-    p->gpu.be->grad_update(&p->gpu, &M->xg, eg, up0, upn, cg, gr0, grn, og);
+    p->gpu.be->solve->grad_update(&p->gpu, &M->xg, eg, up0, upn, cg, gr0, grn, og);
     double *second = from_backend(&p->gpu, og, grn + 1);
     CHECK(memcmp(first, second, (size_t)(grn + 1) * 8) == 0, "%s: not deterministic", what);
     free(first);
@@ -130,8 +130,8 @@ static void test_grams(pair *p, mats *M, int batch)
     // Entries past a tail block's nb × nb corner are unspecified: zero both first.
     p->cpu.be->fill(&p->cpu, oc, len, 0.0);
     p->gpu.be->fill(&p->gpu, og, len, 0.0);
-    CHECK(p->gpu.be->block_grams(&p->gpu, &M->xg, batch, og) == DS_OK, "block_grams: %s", p->gpu.msg.text);
-    p->cpu.be->block_grams(&p->cpu, &M->xc, batch, oc);
+    CHECK(p->gpu.be->solve->block_grams(&p->gpu, &M->xg, batch, og) == DS_OK, "block_grams: %s", p->gpu.msg.text);
+    p->cpu.be->solve->block_grams(&p->cpu, &M->xc, batch, oc);
     char what[96];
     snprintf(what, sizeof what, "block_grams %s batch %d", M->xc.f32 ? "f32" : "f64", batch);
     compare(&p->gpu, &p->cpu, og, oc, len, 1e-12, what);
@@ -140,8 +140,8 @@ static void test_grams(pair *p, mats *M, int batch)
     const int64_t glen = n * n + n + 1;
     p->cpu.be->alloc(&p->cpu, (void **)&oc, (size_t)glen * 8);
     p->gpu.be->alloc(&p->gpu, (void **)&og, (size_t)glen * 8);
-    CHECK(p->gpu.be->gram(&p->gpu, &M->xg, M->yg, og) == DS_OK, "gram: %s", p->gpu.msg.text);
-    p->cpu.be->gram(&p->cpu, &M->xc, M->yc, oc);
+    CHECK(p->gpu.be->solve->gram(&p->gpu, &M->xg, M->yg, og) == DS_OK, "gram: %s", p->gpu.msg.text);
+    p->cpu.be->solve->gram(&p->cpu, &M->xc, M->yc, oc);
     snprintf(what, sizeof what, "gram %s m %lld n %lld", M->xc.f32 ? "f32" : "f64", (long long)M->xc.rows, (long long)n);
     compare(&p->gpu, &p->cpu, og, oc, glen, 1e-12, what);
     p->cpu.be->free(&p->cpu, oc), p->gpu.be->free(&p->gpu, og);
@@ -168,7 +168,7 @@ static void test_block_step(pair *p, int nb, int ld, int line_search)
         c[i]->be->alloc(c[i], (void **)&ee[i], 8);
         s.coef = coefb[i];
         s.ee_slot = ee[i];
-        CHECK(c[i]->be->block_step(c[i], &s) == DS_OK, "block_step on %s: %s", c[i]->be->name, c[i]->msg.text);
+        CHECK(c[i]->be->solve->block_step(c[i], &s) == DS_OK, "block_step on %s: %s", c[i]->be->name, c[i]->msg.text);
         c[i]->be->sync(c[i]);
         c[i]->be->free(c[i], (void *)s.gbuf), c[i]->be->free(c[i], (void *)s.diag), c[i]->be->free(c[i], (void *)s.gbb);
     }
@@ -197,14 +197,14 @@ static void test_gram_sweeps(pair *p, int64_t m, int64_t n, int batch, int line_
         be->alloc(c[i], (void **)&a[i], (size_t)n * 8);
         be->alloc(c[i], (void **)&ee[i], 8);
         be->alloc(c[i], (void **)&hist[i], (size_t)sweeps * 8);
-        be->gram(c[i], i ? &M.xg : &M.xc, i ? M.yg : M.yc, sys[i]);
+        be->solve->gram(c[i], i ? &M.xg : &M.xc, i ? M.yg : M.yc, sys[i]);
         be->gather(c[i], diag[i], sys[i], n, n + 1);
         be->copy(c[i], g[i], sys[i] + n * n, (size_t)n * 8);
         be->copy(c[i], ee[i], sys[i] + n * n + n, 8);
         be->fill(c[i], a[i], n, 0.0);
         ds_gram_args ga = {.G = sys[i], .diag = diag[i], .g = g[i], .a = a[i], .ee = ee[i], .ee_hist = hist[i], .n = n,
                            .batch = batch, .line_search = line_search, .sweeps = sweeps};
-        CHECK(be->gram_sweeps(c[i], &ga) == DS_OK, "gram_sweeps on %s: %s", be->name, c[i]->msg.text);
+        CHECK(be->solve->gram_sweeps(c[i], &ga) == DS_OK, "gram_sweeps on %s: %s", be->name, c[i]->msg.text);
     }
     char what[96];
     snprintf(what, sizeof what, "gram_sweeps n %lld batch %d ls %d: a", (long long)n, batch, line_search);

@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "harness.h"
-#include "logreg.h"
-#include "rng.h"
+#include "logreg/logreg.h"
+#include "core/rng.h"
 
 enum { M = 1500, F = 40, K = 5, D = F + 1, DK = D * K };
 static uint64_t seed_;
@@ -118,11 +118,11 @@ static void test_eval_vs_ref(ds_ctx *ctx, int model, int f32)
     lr_work w = {.rows_max = s.rows, .cols = D, .classes = K, .model = model, .f32 = f32, .l2 = o.l2, .inv_n = 1.0 / M};
     double W[DK], g[DK], gref[DK], gbuf[DK + 2], out[2];
     random_w(W, 7);
-    CHECK(lr_ops_cpu.open(ctx, &w) == DS_OK, "open");
-    lr_ops_cpu.pass(ctx, &w, &s, W, 1, gbuf);
+    CHECK(ctx->be->logreg->open(ctx, &w) == DS_OK, "open");
+    ctx->be->logreg->pass(ctx, &w, &s, W, 1, gbuf);
     ctx->be->allreduce_sum(ctx, gbuf, DK + 2);
-    lr_ops_cpu.finish(ctx, &w, gbuf, W, g, out, NULL);
-    lr_ops_cpu.close(ctx, &w);
+    ctx->be->logreg->finish(ctx, &w, gbuf, W, g, out, NULL);
+    ctx->be->logreg->close(ctx, &w);
     const double f = ref_eval(W, model, o.l2, gref), tol = f32 ? 1e-5 : 1e-12;
     CHECK(fabs(out[0] - f) <= tol * fabs(f), "model %d f32 %d: objective %.15g, reference %.15g", model, f32, out[0], f);
     const double d = test_rel_diff(g, gref, DK);
@@ -250,7 +250,7 @@ static void pass_on(ds_ctx *ctx, int64_t rows_global, int64_t cols, int K_, int 
     free(y);
     lr_work w = {.rows_max = rows, .cols = cols, .classes = K_, .model = model, .f32 = 1, .l2 = 1e-3,
                  .inv_n = 1.0 / (double)rows_global};
-    const lr_ops *ops = logreg_ops(ctx);
+    const lr_ops *ops = ctx->be->logreg;
     void *Wd = NULL, *gd = NULL, *gb = NULL, *od = NULL;
     CHECK(ctx->be->alloc(ctx, &Wd, (size_t)dk * 8) == DS_OK && ctx->be->alloc(ctx, &gd, (size_t)dk * 8) == DS_OK &&
               ctx->be->alloc(ctx, &gb, (size_t)(dk + 2) * 8) == DS_OK && ctx->be->alloc(ctx, &od, 2 * 8) == DS_OK,

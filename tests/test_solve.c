@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
+#include "core/data.h"
 #include "harness.h"
-#include "solvebak.h"
+#include "solve/solvebak.h"
 
 typedef struct tcase {
     const char *name;

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "data.h"
+#include "core/data.h"
 #include "harness.h"
-#include "sort.h"
+#include "sort/sort.h"
 
 typedef struct ref {
     uint64_t key;
@@ -51,7 +51,7 @@ static int has_special(const void *k, int64_t N, int dtype)
 // The path every rank must report: native where the backend sorts native keys and no key is special.
 static int expected_native(ds_ctx *ctx, const void *all, int64_t N, int dtype)
 {
-    return sort_ops_for(ctx)->native_ok && !has_special(all, N, dtype);
+    return ctx->be->sort->native_ok && !has_special(all, N, dtype);
 }
 
 // This rank's result, gathered on rank 0 (small sizes only). n_all gets the total.
@@ -312,7 +312,7 @@ static void big_case(ds_ctx *ctx, uint64_t seed)
             rc = sort_check(ctx, &p, &r, &ok, why, sizeof why);
         CHECK(rc == DS_OK && ok, "2^31 + 4099 int32 keys%s: %s %s", desc ? " descending" : "", why, ctx->msg.text);
         if (rc == DS_OK)
-            CHECK(r.path_native == sort_ops_for(ctx)->native_ok, "2^31 + 4099 int32 keys%s: the %s path",
+            CHECK(r.path_native == ctx->be->sort->native_ok, "2^31 + 4099 int32 keys%s: the %s path",
                   desc ? " descending" : "", r.path_native ? "native" : "mapped");
         sort_plan_free(ctx, &p);
     }

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen.h"
+#include "core/gen.h"
 #include "harness.h"
-#include "opts.h"
-#include "report.h"
-#include "rng.h"
-#include "vtanh.h"
+#include "cli/opts.h"
+#include "cli/report.h"
+#include "core/rng.h"
+#include "ann/vtanh.h"
 
 static const ds_opt table[] = {
     {"n", OPT_INT, "5", "N", 1, 100, "a count"},

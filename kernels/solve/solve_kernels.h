@@ -1,0 +1,55 @@
+// solve_kernels.h: the extern "C" launchers of SolveBak's kernels (kernels/solve/*.cu). Each queues its
+// work on the given stream and returns cudaGetLastError() after the launch; none synchronizes. Only
+// src/solve/solve_cuda.c and the .cu files include this header. All pointers are device memory.
+// provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
+//           ds_k_gram_sweeps_scratch, ds_k_gram_reduce
+#ifndef DS_SOLVE_KERNELS_H
+#define DS_SOLVE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// residual.cu and gram_sweeps.cu ---------------------------------------------------------------
+
+// Doubles of scratch that ds_k_grad_update needs for these sizes on a device with nsm multiprocessors.
+size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int nsm);
+
+// The residual route's fused pass over X (rows × cols, row-major; float when f32, else double):
+//   e −= X[:, up0 .. up0+up_n) · coef;  gout[0 .. gr_n) = X[:, gr0 .. gr0+gr_n)ᵀ e;  gout[gr_n] = eᵀe.
+// scratch holds ds_k_grad_update_scratch(...) doubles. Deterministic: the same inputs give the same
+// bits on the same device.
+cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
+                             int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
+                             double *gout, double *scratch, int nsm, cudaStream_t stream);
+
+// One block step of batched SolveBak (solve_ops.h, ds_step_args), in one CTA.
+cudaError_t ds_k_block_step(const double *gbuf, const double *diag, const double *gbb, int nb, int ld,
+                            int line_search, double *a, double *coef, double *ee_slot,
+                            cudaStream_t stream);
+
+// Doubles of scratch that ds_k_gram_sweeps needs.
+size_t ds_k_gram_sweeps_scratch(int64_t n, int batch);
+
+// Sweeps of SolveBak on the Gram system (solve_ops.h, ds_gram_args), all in one kernel launch.
+// scratch holds ds_k_gram_sweeps_scratch(n, batch) doubles.
+cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, double *a, double *ee,
+                             double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
+                             double *scratch, cudaStream_t stream);
+
+// gram.cu ----------------------------------------------------------------------------------------
+
+// G (n × n, row-major, full symmetric) = Σ_p P_p over ks partial products, each n × n column-major
+// (ld n, consecutive partials n² apart) and valid wherever row ≤ column.
+cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

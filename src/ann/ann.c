@@ -1,0 +1,388 @@
+// ann.c: training and prediction of the least-squares network (see ann.h), written against ds_backend
+// and ann_ops: the output layer, the targets, prediction and metrics. The hidden layer is in
+// ann_hidden.c, its subsets and row exchange in ann_rows.c.
+#include "ann/ann.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ann/ann_hidden.h"
+#include "solve/solve_ops.h"
+
+static int64_t ann_budget(const ds_ctx *ctx, const ann_opts *o)
+{
+    if (o->budget_bytes > 0)
+        return o->budget_bytes;
+    return ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30;
+}
+
+// The training targets (see targets_map): z for the hidden fits, tc for the output layer.
+typedef struct ann_targets {
+    double *z, *tc;           // [rows], host
+    double tc_scale, tc_shift;  // y = tc_scale·tc + tc_shift
+} ann_targets;
+
+// ---------------------------------------------------------------------------------------------------
+// Output layer: S = [H 1 T]ᵀ[H 1 T] over the rank's rows chunk by chunk, one allreduce, the solve.
+
+static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
+{
+    int64_t c = ann_budget(ctx, o) / (ld * (int64_t)sizeof(double));
+    c = c < 1 ? 1 : c > INT_MAX ? INT_MAX : c;  // BLAS takes int sizes
+    return c < rows ? c : rows > 0 ? rows : 1;
+}
+
+// acc (zero) += the Gram of this rank's H, formed chunk by chunk in backend memory.
+static int gram_by_chunks(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                          const double *tc, int64_t ld, double *acc, int64_t gsize)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
+    const int64_t ch = chunk_rows(ctx, o, ld, d->X.rows);
+    void *H = NULL, *tmp = NULL;
+    int rc = be->alloc(ctx, &H, (size_t)(ch * ld) * sizeof(double));
+    if (rc == DS_OK && d->X.rows > ch)
+        rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
+    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
+        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
+        const double *Xc = (const double *)d->X.data + r * n;
+        rc = ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, H, ld);
+        ds_mat Hm = {H, nr, ld, 0};
+        if (rc == DS_OK)
+            rc = be->solve->gram(ctx, &Hm, tc + r, r == 0 ? acc : tmp);
+        if (rc == DS_OK && r > 0)
+            rc = ops->add(ctx, acc, tmp, gsize);
+    }
+    if (rc == DS_OK)
+        rc = be->sync(ctx);
+    if (H)
+        be->free(ctx, H);
+    if (tmp)
+        be->free(ctx, tmp);
+    return rc;
+}
+
+// acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as the solve table's gram leaves them).
+static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                       const double *tc, int64_t ld, double *acc, int64_t gsize)
+{
+    int rc = ctx->be->fill(ctx, acc, gsize, 0.0);  // a rank without rows still adds its (zero) share
+    if (rc == DS_OK && ops->forward_gram)
+        rc = ops->forward_gram(ctx, d->X.data, d->X.rows, d->X.cols, Wd, o->neurons, tc,
+                               o->classes ? o->classes : 1, ld, acc);
+    else if (rc == DS_OK)
+        rc = gram_by_chunks(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, gsize));
+    return rc;
+}
+
+// λ: the option, or ANN_RIDGE_REL times the mean diagonal of HᵀH.
+static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64_t ld, int64_t K1, double *lambda)
+{
+    if (o->ridge >= 0) {
+        *lambda = o->ridge;
+        return DS_OK;
+    }
+    double *diag = malloc((size_t)K1 * sizeof(double));
+    void *dd = NULL;
+    int rc = diag ? ctx->be->alloc(ctx, &dd, (size_t)K1 * sizeof(double)) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = ctx->be->gather(ctx, dd, acc, K1, ld + 1);
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, diag, dd, (size_t)K1 * sizeof(double));
+    double tr = 0;
+    for (int64_t i = 0; rc == DS_OK && i < K1; i++)
+        tr += diag[i];
+    *lambda = ANN_RIDGE_REL * tr / (double)K1;
+    if (dd)
+        ctx->be->free(ctx, dd);
+    free(diag);
+    return rc;
+}
+
+static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                        const double *tc, const ann_targets *tg, ann_model *m, ann_times *t)
+{
+    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = ld * ld + ld + 1;
+    void *acc = NULL, *Vd = NULL;
+    int rc = ctx->be->alloc(ctx, &acc, (size_t)gsize * sizeof(double));
+    if (rc == DS_OK)
+        rc = ctx->be->alloc(ctx, &Vd, (size_t)(K1 * m->outputs) * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    double t0 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = output_gram(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
+    double t1 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = output_ridge(ctx, o, acc, ld, K1, &m->ridge);
+    if (rc == DS_OK)
+        rc = ops->solve(ctx, acc, ld, K1, m->outputs, m->ridge, Vd, m->route, sizeof m->route);
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, m->V, Vd, (size_t)(K1 * m->outputs) * sizeof(double));
+    if (rc == DS_OK && !o->classes) {  // back from the centred and scaled target to y
+        for (int64_t k = 0; k < K1; k++)
+            m->V[k] *= tg->tc_scale;
+        m->V[K1 - 1] += tg->tc_shift;
+    }
+    for (int64_t i = 0; rc == DS_OK && i < K1 * m->outputs; i++)
+        if (!isfinite(m->V[i]))
+            rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's solution is not finite (route %s, ridge %.3g)",
+                         m->route, m->ridge);
+    t->hidden = t1 - t0;
+    t->solve = MPI_Wtime() - t1;
+    if (acc)
+        ctx->be->free(ctx, acc);
+    if (Vd)
+        ctx->be->free(ctx, Vd);
+    return ctx_agree(ctx, rc);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Targets: y is mapped linearly into [−ANN_TARGET, ANN_TARGET] (left as it is when already inside,
+// as the seed's y = sin(Σx)/2 is) and z = arctanh of it; labels are checked and kept as they are.
+
+// The first row whose y is not finite or, with classes, not a class in 0 .. classes−1; −1 when none.
+static int64_t first_bad_target(const double *y, int64_t rows, int classes)
+{
+    for (int64_t i = 0; i < rows; i++)
+        if (!isfinite(y[i]) || (classes && (y[i] != floor(y[i]) || y[i] < 0 || y[i] >= classes)))
+            return i;
+    return -1;
+}
+
+static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int classes)
+{
+    int64_t bad = first_bad_target(y, d->X.rows, classes);
+    if (bad < 0)
+        return DS_OK;
+    if (classes)
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: label %g of row %lld is not a class in 0 .. %d", d->source, y[bad],
+                       (long long)(d->row0 + bad), classes - 1);
+    return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y of row %lld is not finite", d->source, (long long)(d->row0 + bad));
+}
+
+// The training targets from y (host copy of the rank's rows), agreed over ranks:
+//   z  (hidden fits): arctanh of y mapped into [−ANN_TARGET, ANN_TARGET] (left as it is when already
+//      inside), computed as y_scale·(y − min) − ANN_TARGET so that a large offset cancels exactly;
+//   tc (output layer): (y − mean) / spread, so that HᵀT keeps its digits whatever y's offset; the
+//      solution is scaled back (tc_scale, tc_shift). With classes both are the labels.
+static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const double *y, ann_model *m,
+                       ann_targets *tg)
+{
+    const int64_t rows = d->X.rows;
+    double lo = INFINITY, hi = -INFINITY, glo, ghi, sum[2] = {0, (double)rows}, gsum[2];
+    for (int64_t i = 0; i < rows; i++)
+        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi, sum[0] += y[i];
+    MPI_Allreduce(&lo, &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
+    MPI_Allreduce(&hi, &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    MPI_Allreduce(sum, gsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    m->y_scale = 1, m->y_shift = 0;
+    tg->tc_scale = 1, tg->tc_shift = 0;
+    if (o->classes) {
+        memcpy(tg->z, y, (size_t)rows * sizeof(double));
+        memcpy(tg->tc, y, (size_t)rows * sizeof(double));
+        return DS_OK;
+    }
+    if (!(ghi > glo))
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", d->source, glo);
+    const int map = glo < -ANN_TARGET || ghi > ANN_TARGET;
+    if (map) {
+        m->y_scale = 2 * ANN_TARGET / (ghi - glo);
+        m->y_shift = -ANN_TARGET - m->y_scale * glo;
+    }
+    tg->tc_shift = gsum[0] / gsum[1];
+    tg->tc_scale = 0.5 * (ghi - glo);
+    for (int64_t i = 0; i < rows; i++) {
+        double u = map ? m->y_scale * (y[i] - glo) - ANN_TARGET : y[i];
+        u = u < -ANN_TARGET ? -ANN_TARGET : u > ANN_TARGET ? ANN_TARGET : u;
+        tg->z[i] = atanh(u);
+        tg->tc[i] = (y[i] - tg->tc_shift) / tg->tc_scale;
+    }
+    return DS_OK;
+}
+
+static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_targets *tg)
+{
+    const int64_t rows = d->X.rows;
+    double *y = malloc((size_t)(rows ? rows : 1) * sizeof(double));
+    int rc = y ? ctx->be->download(ctx, y, d->y, (size_t)rows * sizeof(double))
+               : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = targets_bad(ctx, d, y, o->classes);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, targets_map(ctx, d, o, y, m, tg));
+    free(y);
+    return rc;
+}
+
+static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t *S)
+{
+    const int64_t m = d->rows_global;
+    *S = o->subset > 0 ? o->subset : m / o->neurons;
+    if (o->neurons > m)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--neurons %lld is more than the %lld rows of %s", (long long)o->neurons,
+                       (long long)m, d->source);
+    if (*S < 1 || *S > m)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--subset %lld must be between 1 and the %lld rows", (long long)*S,
+                       (long long)m);
+    if (d->X.f32)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs");
+    if (o->classes && o->neurons < o->classes)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--neurons %lld is fewer than the %d classes: each class needs a neuron",
+                       (long long)o->neurons, o->classes);
+    return DS_OK;
+}
+
+int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t)
+{
+    const ann_ops *ops = ctx->be->ann;
+    const int64_t n = d->X.cols, K = o->neurons;
+    int64_t S = 0;
+    memset(m, 0, sizeof *m);
+    memset(t, 0, sizeof *t);
+    DS_CHECK(ctx_agree(ctx, train_check(ctx, d, o, &S)));
+    *m = (ann_model){.n = n, .neurons = K, .outputs = o->classes ? o->classes : 1, .classes = o->classes,
+                     .subset = S, .seed = o->seed};
+    m->W = malloc((size_t)(K * (n + 1)) * sizeof(double));
+    m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
+    const size_t rb = (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double);
+    ann_targets tg = {malloc(rb), malloc(rb), 1, 0};
+    void *zd = NULL, *tcd = NULL, *Wd = NULL;
+    int rc = m->W && m->V && tg.z && tg.tc ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = targets_make(ctx, d, o, m, &tg);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ctx->be->sync(ctx));
+    MPI_Barrier(ctx->comm);  // the phases start together; the targets are set-up, not training
+    double t0 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg.z, (size_t)d->X.rows * sizeof(double)));
+    ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
+    if (rc == DS_OK)
+        rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
+    double t1 = MPI_Wtime();
+    if (rc == DS_OK)
+        rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
+    if (rc == DS_OK)
+        rc = ann_upload_new(ctx, &tcd, tg.tc, (size_t)d->X.rows * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = output_solve(ctx, ops, d, o, Wd, tcd, &tg, m, t);
+    t->fit = t1 - t0;
+    t->total = MPI_Wtime() - t0;
+    if (zd)
+        ctx->be->free(ctx, zd);
+    if (Wd)
+        ctx->be->free(ctx, Wd);
+    if (tcd)
+        ctx->be->free(ctx, tcd);
+    free(tg.z), free(tg.tc);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Prediction and metrics.
+
+static int predict_rows(ds_ctx *ctx, const ann_ops *ops, const ann_model *m, const ds_data *d, double *P)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = m->n, K = m->neurons, K1 = K + 1, C = m->outputs;
+    ann_opts o = {0};
+    const int64_t ch = chunk_rows(ctx, &o, K1 + C, d->X.rows);
+    void *Wd = NULL, *Vd = NULL, *H = NULL, *Pd = NULL;
+    int rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
+    if (rc == DS_OK)
+        rc = ann_upload_new(ctx, &Vd, m->V, (size_t)(K1 * C) * sizeof(double));
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &H, (size_t)(ch * K1) * sizeof(double));
+    if (rc == DS_OK)
+        rc = be->alloc(ctx, &Pd, (size_t)(ch * C) * sizeof(double));
+    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
+        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
+        rc = ops->forward(ctx, (const double *)d->X.data + r * n, nr, n, Wd, K, NULL, C, H, K1);
+        if (rc == DS_OK)
+            rc = ops->output(ctx, H, nr, K1, K, Vd, C, Pd);
+        if (rc == DS_OK)
+            rc = be->download(ctx, P + r * C, Pd, (size_t)(nr * C) * sizeof(double));
+    }
+    void *bufs[] = {Wd, Vd, H, Pd};
+    for (int i = 0; i < 4; i++)
+        if (bufs[i])
+            be->free(ctx, bufs[i]);
+    return rc;
+}
+
+// Metrics over all ranks' rows: two passes (means first) so that r near 1 keeps its digits.
+static void metrics_of(ds_ctx *ctx, const ann_model *m, const double *P, const double *y, int64_t rows,
+                       ann_metrics *met)
+{
+    const int64_t C = m->outputs;
+    double s[3] = {0, 0, (double)rows}, g[3];
+    int64_t correct = 0, gc = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        if (m->classes) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++)
+                best = P[i * C + c] > P[i * C + best] ? c : best;
+            correct += best == (int64_t)y[i];
+        } else {
+            s[0] += y[i], s[1] += P[i];
+        }
+    }
+    MPI_Allreduce(s, g, 3, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    MPI_Allreduce(&correct, &gc, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
+    met->rows = (int64_t)g[2];
+    met->accuracy = m->classes ? (double)gc / g[2] : NAN;
+    met->r = met->rmse = met->r2 = NAN;
+    if (m->classes)
+        return;
+    const double my = g[0] / g[2], mp = g[1] / g[2];
+    double c[4] = {0, 0, 0, 0}, gcv[4];  // Σ(y−ȳ)², Σ(p−p̄)², Σ(y−ȳ)(p−p̄), Σ(y−p)²
+    for (int64_t i = 0; i < rows; i++) {
+        double a = y[i] - my, b = P[i] - mp, e = y[i] - P[i];
+        c[0] += a * a, c[1] += b * b, c[2] += a * b, c[3] += e * e;
+    }
+    MPI_Allreduce(c, gcv, 4, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    met->r = gcv[2] / sqrt(gcv[0] * gcv[1]);
+    met->rmse = sqrt(gcv[3] / g[2]);
+    met->r2 = 1 - gcv[3] / gcv[0];
+}
+
+int ann_predict(ds_ctx *ctx, const ann_model *m, const ds_data *d, int has_y, double *P, ann_metrics *met)
+{
+    const int64_t rows = d->X.rows;
+    if (d->X.f32)
+        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs"));
+    if (d->X.cols != m->n)
+        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld columns; the model takes %lld", d->source,
+                                      (long long)d->X.cols, (long long)m->n));
+    double *Pl = P ? P : malloc((size_t)(rows ? rows : 1) * (size_t)m->outputs * sizeof(double));
+    double *y = has_y ? malloc((size_t)(rows ? rows : 1) * sizeof(double)) : NULL;
+    int rc = Pl && (y || !has_y) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = predict_rows(ctx, ctx->be->ann, m, d, Pl);
+    if (rc == DS_OK && has_y)
+        rc = ctx->be->download(ctx, y, d->y, (size_t)rows * sizeof(double));
+    if (rc == DS_OK && has_y)
+        rc = targets_bad(ctx, d, y, m->classes);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && has_y)
+        metrics_of(ctx, m, Pl, y, rows, met);
+    if (Pl != P)
+        free(Pl);
+    free(y);
+    return rc;
+}
+
+void ann_model_free(ann_model *m)
+{
+    free(m->W);
+    free(m->V);
+    m->W = m->V = NULL;
+}

@@ -1,0 +1,427 @@
+// ann_cpu.c: the network's operations on the CPU backend (host memory): OpenBLAS for the products,
+// LAPACK for the hidden fits and the output solve, POSIX threads for the element-wise tanh.
+#define _GNU_SOURCE  // madvise, MADV_HUGEPAGE
+#include <cblas.h>
+#include <lapacke.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "ann/ann.h"
+#include "ann/vtanh.h"
+
+static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
+                               int64_t count, double *dst)
+{
+    for (int64_t i = 0; i < count; i++) {
+        double *d = dst + i * (n + 2);
+        memcpy(d, X + idx[i] * n, (size_t)n * sizeof(double));
+        d[n] = 1.0;
+        d[n + 1] = z[idx[i]];
+    }
+    return DS_OK;
+}
+
+// The routing of ann.h walks a neuron's subset owner by owner: its rows of owner r are one run of A
+// and one run of the exchange layout.
+static int cpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                              int64_t *req)
+{
+    const int64_t *at = tab + nb * (p + 1), *start = at + nb * p;
+    for (int64_t k = 0; k < nb; k++) {
+        const int64_t *lo = tab + k * (p + 1);
+        for (int r = 0; r < p; r++)
+            for (int64_t j = lo[r]; j < lo[r + 1]; j++)
+                req[at[k * p + r] + j - lo[r]] = L[k * S + j] - start[r];
+    }
+    return DS_OK;
+}
+
+static int cpu_route_place(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                           const int64_t *tab, double *A)
+{
+    const int64_t *at = tab + nb * (p + 1);
+    for (int64_t k = 0; k < nb; k++) {
+        const int64_t *lo = tab + k * (p + 1);
+        for (int r = 0; r < p; r++)
+            memcpy(A + (k * S + lo[r]) * width, recv + at[k * p + r] * width,
+                   (size_t)((lo[r + 1] - lo[r]) * width) * sizeof(double));
+    }
+    return DS_OK;
+}
+
+// One neuron: A is S rows of (x, 1, z), lda n + 2; t the target; w (n+1) out; G and u scratch.
+static int fit_one(const double *A, int64_t S, int64_t n, const double *t, double *w, double *G, double *u)
+{
+    const int64_t n1 = n + 1, lda = n + 2;
+    lapack_int info;
+    if (S >= n1) {  // normal equations: (AᵀA) w = Aᵀt
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n1, (int)S, 1.0, A, (int)lda, 0.0, G, (int)n1);
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)S, (int)n1, 1.0, A, (int)lda, t, 1, 0.0, w, 1);
+        info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)n1, 1, G, (lapack_int)n1, w, 1);
+    } else {  // minimum norm: w = Aᵀ (AAᵀ)⁻¹ t
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)S, (int)n1, 1.0, A, (int)lda, 0.0, G, (int)S);
+        memcpy(u, t, (size_t)S * sizeof(double));
+        info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)S, 1, G, (lapack_int)S, u, 1);
+        if (info == 0)
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)S, (int)n1, 1.0, A, (int)lda, u, 1, 0.0, w, 1);
+    }
+    int ok = info == 0;
+    for (int64_t j = 0; ok && j < n1; j++)
+        ok = isfinite(w[j]);
+    if (!ok)
+        memset(w, 0, (size_t)n1 * sizeof(double));
+    return ok;
+}
+
+static int64_t cpu_fit_scratch(int64_t nb, int64_t S, int64_t n)
+{
+    const int64_t g = S >= n + 1 ? n + 1 : S;
+    return g * g + 2 * S;  // one neuron at a time: G, the target and u
+}
+
+static int cpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
+                   double *W, int *failed, double *scratch)
+{
+    const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
+    double *G = scratch, *t = scratch + g * g;
+    const double hi = atanh(ANN_TARGET);
+    for (int64_t i = 0; i < nb; i++) {
+        const double *Ai = A + i * S * (n + 2);
+        for (int64_t s = 0; s < S; s++) {
+            double z = Ai[s * (n + 2) + n + 1];
+            t[s] = classes ? (z == (double)((k0 + i) % classes) ? hi : -hi) : z;
+        }
+        failed[i] = !fit_one(Ai, S, n, t, W + i * n1, G, t + S);
+    }
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// forward: tanh and the constant and target columns over threads, after the product by OpenBLAS; with
+// few inputs (the seed's 10) the threads form the products themselves, so that H is written once. The
+// tanh is src/vtanh.c's (vectorised, absolute error within 4e-16).
+
+enum { FUSED_MAX_INPUTS = 32 };
+
+typedef struct act_job {
+    double *H;
+    const double *X, *Wt, *y;  // X: NULL when H already holds the products; Wt: (n + 1) × K, bias row last
+    int64_t row0, rows, n, K, outputs, ld;
+} act_job;
+
+static void *act_run(void *arg)
+{
+    const act_job *j = arg;
+    for (int64_t i = j->row0; i < j->row0 + j->rows; i++) {
+        double *h = j->H + i * j->ld;
+        if (j->X)
+            ds_tanh_affine(j->X + i * j->n, j->n, j->Wt, j->K, h);
+        else
+            ds_tanh_shift(h, j->Wt + j->n * j->K, j->K);
+        h[j->K] = 1.0;
+        if (!j->y)
+            continue;
+        if (j->outputs == 1 && j->ld > j->K + 1)
+            h[j->K + 1] = j->y[i];
+        else
+            for (int64_t c = 0; c < j->outputs && j->ld > j->K + 1; c++)
+                h[j->K + 1 + c] = (double)c == j->y[i] ? 1.0 : 0.0;
+    }
+    return NULL;
+}
+
+// The layer's weights input-major with the bias row last ((n + 1) × K), as act_run takes them.
+static double *weights_t(const double *W, int64_t n, int64_t K)
+{
+    double *Wt = malloc((size_t)((n + 1) * K) * sizeof(double));
+    for (int64_t k = 0; Wt && k < K; k++)
+        for (int64_t c = 0; c <= n; c++)
+            Wt[c * K + k] = W[k * (n + 1) + c];
+    return Wt;
+}
+
+// Rows row0 .. row0+rows−1 of H into the tile T (proto holds the whole X and y): the product by
+// OpenBLAS first when the inputs are too many for act_run to form it.
+static void forward_rows(const act_job *proto, const double *W, int64_t row0, int64_t rows, double *T)
+{
+    act_job j = *proto;
+    j.H = T, j.row0 = 0, j.rows = rows;
+    j.X = proto->X + row0 * j.n;
+    j.y = proto->y ? proto->y + row0 : NULL;
+    if (j.n > FUSED_MAX_INPUTS) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)j.K, (int)j.n, 1.0, j.X, (int)j.n, W,
+                    (int)(j.n + 1), 0.0, T, (int)j.ld);
+        j.X = NULL;
+    }
+    act_run(&j);
+}
+
+enum { MAX_JOBS = 256 };  // threads of run_jobs
+
+// Runs fn on jobs 1 .. count−1 (count ≤ MAX_JOBS) in threads and job 0 here; a job whose thread cannot
+// start runs here too.
+static void run_jobs(void *(*fn)(void *), void *jobs, size_t size, int count)
+{
+    pthread_t tid[MAX_JOBS];
+    int started[MAX_JOBS] = {0};
+    for (int t = 1; t < count; t++)
+        started[t] = pthread_create(&tid[t], NULL, fn, (char *)jobs + t * size) == 0;
+    for (int t = 0; t < count; t++)
+        if (!started[t])
+            fn((char *)jobs + t * size);
+    for (int t = 1; t < count; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+}
+
+static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                       const double *y, int64_t outputs, double *H, int64_t ld)
+{
+    enum { MAX_THREADS = 64 };
+    const int fused = n <= FUSED_MAX_INPUTS;
+    double *Wt = weights_t(W, n, K);
+    if (!Wt)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (!fused)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)K, (int)n, 1.0, X, (int)n, W, (int)(n + 1),
+                    0.0, H, (int)ld);
+    int threads = ctx_cores(ctx) < MAX_THREADS ? ctx_cores(ctx) : MAX_THREADS;
+    if (rows < 64 * threads)
+        threads = 1;
+    act_job job[MAX_THREADS];
+    for (int t = 0; t < threads; t++) {
+        int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
+        job[t] = (act_job){H, fused ? X : NULL, Wt, y, a, b - a, n, K, outputs, ld};
+    }
+    run_jobs(act_run, job, sizeof job[0], threads);
+    free(Wt);
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// forward_gram: the Gram of H without H. Each of the rank's cores takes a contiguous share of the rows,
+// forms them GRAM_TILE_BYTES at a time (a tile that stays in its cache) and adds the tile's DSYRK, on
+// one OpenBLAS thread, to a Gram of its own; the Grams are then summed in thread order, so the result
+// depends on the rows and the thread count only, and the lower triangle is mirrored from the upper,
+// both over row bands of equal work. Against H in 256 MB chunks and one DSYRK on all the cores, this
+// skips the first touch of the chunk and OpenBLAS's split of one DSYRK among its threads (the seed
+// problem's HᵀH on 2 cores: 1.00 s with one DSYRK, 0.93 s as two; on 16 cores of 64 one DSYRK took
+// 0.19 s and on all 64 1.16 s). When the cores' Grams would not fit in GRAM_MAX_BYTES, one thread
+// forms the tiles and OpenBLAS's threads take each tile's DSYRK (at most ld / 64 of them).
+// DSOLVE_TRACE=1 prints each rank's phases.
+
+enum { GRAM_TILE_BYTES = 8 << 20, MAX_GRAM_THREADS = MAX_JOBS };
+static const int64_t GRAM_MAX_BYTES = (int64_t)2 << 30;
+
+typedef struct gram_job {
+    act_job fwd;       // X, Wt, y, n, K, outputs, ld; H is the tile
+    const double *W;   // for the product when n > FUSED_MAX_INPUTS
+    double *G;         // ld × ld, upper triangle accumulated
+    int zero;          // 1: G is this thread's own, zeroed here (its first touch)
+    int64_t row0, rows, tile_rows;
+} gram_job;
+
+static void *gram_run(void *arg)
+{
+    gram_job *j = arg;
+    const int64_t ld = j->fwd.ld;
+    if (j->zero)
+        memset(j->G, 0, (size_t)(ld * ld) * sizeof(double));
+    for (int64_t r = j->row0; r < j->row0 + j->rows; r += j->tile_rows) {
+        int64_t nr = j->row0 + j->rows - r < j->tile_rows ? j->row0 + j->rows - r : j->tile_rows;
+        forward_rows(&j->fwd, j->W, r, nr, j->fwd.H);
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)ld, (int)nr, 1.0, j->fwd.H, (int)ld, 1.0, j->G, (int)ld);
+    }
+    return NULL;
+}
+
+typedef struct sum_job {
+    double *acc;
+    double *const *G;
+    int grams;
+    int64_t ld, row0, row1;
+} sum_job;
+
+// acc's rows row0 .. row1−1 (upper part) += each G in order.
+static void *sum_run(void *arg)
+{
+    const sum_job *s = arg;
+    for (int64_t i = s->row0; i < s->row1; i++)
+        for (int g = 0; g < s->grams; g++)
+            for (int64_t c = i; c < s->ld; c++)
+                s->acc[i * s->ld + c] += s->G[g][i * s->ld + c];
+    return NULL;
+}
+
+// acc's rows row0 .. row1−1, below the diagonal, from the upper triangle.
+static void *mirror_run(void *arg)
+{
+    const sum_job *s = arg;
+    for (int64_t i = s->row0; i < s->row1; i++)
+        for (int64_t c = 0; c < i; c++)
+            s->acc[i * s->ld + c] = s->acc[c * s->ld + i];
+    return NULL;
+}
+
+// Row bands of a triangle of ld rows with equal areas: band t is rows cut[t] .. cut[t+1]−1, for the
+// upper triangle (row i holds ld − i entries) or the lower (i entries).
+static void triangle_bands(int64_t ld, int bands, int upper, int64_t *cut)
+{
+    cut[0] = 0;
+    for (int t = 1; t < bands; t++) {
+        double f = (double)t / bands;  // the share of the area above the cut
+        int64_t c = (int64_t)((double)ld * (upper ? 1.0 - sqrt(1.0 - f) : sqrt(f)));
+        cut[t] = c < cut[t - 1] ? cut[t - 1] : c > ld ? ld : c;
+    }
+    cut[bands] = ld;
+}
+
+int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
+                 int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc)
+{
+    const size_t huge = (size_t)2 << 20;
+    threads = threads < 1 ? 1 : threads > MAX_GRAM_THREADS ? MAX_GRAM_THREADS : threads;
+    // One block holds each thread's Gram (thread 0 uses acc) and tile, 2 MB-aligned and advised for
+    // transparent huge pages, so that the threads' first touches fault 2 MB at a time and not 4 KB.
+    const size_t per = (((size_t)(ld * ld + tile * ld) * sizeof(double) + huge - 1) / huge) * huge;
+    double *Wt = weights_t(W, n, K), *G[MAX_GRAM_THREADS] = {NULL};
+    char *block = Wt ? aligned_alloc(huge, per * (size_t)threads) : NULL;
+    if (!block) {
+        free(Wt);
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the Gram of H (%d threads of %.0f MB)",
+                       threads, (double)per / 1e6);
+    }
+    (void)madvise(block, per * (size_t)threads, MADV_HUGEPAGE);  // a hint: no huge pages is no error
+    gram_job job[MAX_GRAM_THREADS];
+    for (int t = 0; t < threads; t++) {
+        int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
+        G[t] = t == 0 ? acc : (double *)(block + per * (size_t)t);
+        double *tl = (double *)(block + per * (size_t)t) + ld * ld;
+        job[t] = (gram_job){{tl, X, Wt, y, 0, 0, n, K, outputs, ld}, W, G[t], t > 0, a, b - a, tile};
+    }
+    const double t0 = MPI_Wtime();
+    const int blas_threads = openblas_get_num_threads();
+    int one_threads = ld / 64 < 1 ? 1 : ld / 64 < ctx_cores(ctx) ? (int)(ld / 64) : ctx_cores(ctx);
+    openblas_set_num_threads(threads > 1 ? 1 : one_threads < blas_threads ? one_threads : blas_threads);
+    run_jobs(gram_run, job, sizeof job[0], threads);
+    openblas_set_num_threads(blas_threads);
+    const double t1 = MPI_Wtime();
+    int64_t cut[MAX_GRAM_THREADS + 1];
+    sum_job sj[MAX_GRAM_THREADS];
+    if (threads > 1) {  // the Grams summed into acc in thread order, over row bands of equal work
+        triangle_bands(ld, threads, 1, cut);
+        for (int t = 0; t < threads; t++)
+            sj[t] = (sum_job){acc, G + 1, threads - 1, ld, cut[t], cut[t + 1]};
+        run_jobs(sum_run, sj, sizeof sj[0], threads);
+    }
+    const double t2 = MPI_Wtime();
+    triangle_bands(ld, threads, 0, cut);
+    for (int t = 0; t < threads; t++)
+        sj[t] = (sum_job){acc, NULL, 0, ld, cut[t], cut[t + 1]};
+    run_jobs(mirror_run, sj, sizeof sj[0], threads);
+    const char *trace = getenv("DSOLVE_TRACE");
+    if (trace && *trace && strcmp(trace, "0") != 0)
+        fprintf(stderr, "trace: ann gram rank %d/%d (cpu): %lld rows, %d threads, tiles of %lld rows; tiles and DSYRK "
+                "%.4f s, sum %.4f s, mirror %.4f s\n", ctx->rank, ctx->nranks, (long long)rows, threads,
+                (long long)tile, t1 - t0, t2 - t1, MPI_Wtime() - t2);
+    free(block), free(Wt);
+    return DS_OK;
+}
+
+static int cpu_forward_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                            const double *y, int64_t outputs, int64_t ld, double *acc)
+{
+    int64_t tile = GRAM_TILE_BYTES / (ld * (int64_t)sizeof(double));
+    tile = tile < 64 ? 64 : tile > INT_MAX ? INT_MAX : tile;
+    const int64_t per_thread = (ld * ld + tile * ld) * (int64_t)sizeof(double);
+    int threads = ctx_cores(ctx) < MAX_GRAM_THREADS ? ctx_cores(ctx) : MAX_GRAM_THREADS;
+    if ((int64_t)threads * per_thread > GRAM_MAX_BYTES)
+        threads = 1;
+    if (rows < tile * threads)  // a share of at least one tile
+        threads = rows / tile > 1 ? (int)(rows / tile) : 1;
+    return ann_cpu_gram(ctx, X, rows, n, W, K, y, outputs, ld, threads, tile, acc);
+}
+
+static int cpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
+                      int64_t outputs, double *P)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)outputs, (int)(K + 1), 1.0, H, (int)ld, V,
+                (int)outputs, 0.0, P, (int)outputs);
+    return DS_OK;
+}
+
+static int cpu_add(ds_ctx *ctx, double *dst, const double *src, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        dst[i] += src[i];
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The output solve: Cholesky of HᵀH + λI, else the eigendecomposition with small eigenvalues dropped.
+
+static int solve_eigen(ds_ctx *ctx, double *A, int64_t K1, const double *B, int64_t ldb, int64_t outputs, double *V)
+{
+    double *e = malloc((size_t)K1 * sizeof(double)), *QtB = malloc((size_t)(K1 * outputs) * sizeof(double));
+    int rc = e && QtB ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the output solve");
+    if (rc == DS_OK && LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)K1, A, (lapack_int)K1, e) != 0)
+        rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's eigendecomposition did not converge");
+    if (rc == DS_OK) {  // A now holds the eigenvectors as columns: V = Q diag(1/e) Qᵀ B
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K1, (int)outputs, (int)K1, 1.0, A, (int)K1, B,
+                    (int)ldb, 0.0, QtB, (int)outputs);
+        const double cut = e[K1 - 1] * (double)K1 * ANN_EIGEN_CUT;
+        for (int64_t i = 0; i < K1; i++)
+            for (int64_t c = 0; c < outputs; c++)
+                QtB[i * outputs + c] = e[i] > cut ? QtB[i * outputs + c] / e[i] : 0.0;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)K1, (int)outputs, (int)K1, 1.0, A, (int)K1, QtB,
+                    (int)outputs, 0.0, V, (int)outputs);
+    }
+    free(e), free(QtB);
+    return rc;
+}
+
+static int cpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t outputs, double lambda, double *V,
+                     char *route, size_t route_len)
+{
+    double *A = malloc((size_t)(K1 * K1) * sizeof(double));
+    if (!A)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the output solve");
+    for (int64_t i = 0; i < K1; i++) {
+        memcpy(A + i * K1, S + i * ld, (size_t)K1 * sizeof(double));
+        A[i * K1 + i] += lambda;
+        for (int64_t c = 0; c < outputs; c++)
+            V[i * outputs + c] = S[i * ld + K1 + c];
+    }
+    int rc = DS_OK;
+    if (LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)K1, (lapack_int)outputs, A, (lapack_int)K1, V,
+                      (lapack_int)outputs) == 0) {
+        snprintf(route, route_len, "cholesky");
+    } else {  // A and V were overwritten: take them from S again
+        for (int64_t i = 0; i < K1; i++) {
+            memcpy(A + i * K1, S + i * ld, (size_t)K1 * sizeof(double));
+            A[i * K1 + i] += lambda;
+        }
+        rc = solve_eigen(ctx, A, K1, S + K1, ld, outputs, V);
+        snprintf(route, route_len, "eigen");
+    }
+    free(A);
+    return rc;
+}
+
+const ann_ops ann_ops_cpu = {
+    .gather_fit_rows = cpu_gather_fit_rows,
+    .route_requests = cpu_route_requests,
+    .route_place = cpu_route_place,
+    .fit_scratch = cpu_fit_scratch,
+    .fit = cpu_fit,
+    .forward = cpu_forward,
+    .forward_gram = cpu_forward_gram,
+    .output = cpu_output,
+    .add = cpu_add,
+    .solve = cpu_solve,
+};

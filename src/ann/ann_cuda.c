@@ -1,0 +1,273 @@
+// ann_cuda.c: the network's operations on the CUDA backend: cuBLAS strided-batched products and
+// cuSOLVER batched Cholesky for the hidden fits (a few launches for all of a round's neurons), cuBLAS
+// for H and the output, cuSOLVER potrf/potrs (syevd when Cholesky fails) for the output layer.
+#include <cusolverDn.h>
+#include <math.h>
+
+#include "ann/ann.h"
+#include "backend/backend_cuda.h"
+#include "ann/ann_kernels.h"
+
+#define SOLVER_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, cusolverStatus_t, CUSOLVER_STATUS_SUCCESS, solver_status_name, expr)
+
+static const char *solver_status_name(cusolverStatus_t s)
+{
+    switch (s) {
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "cuSOLVER not initialized";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "cuSOLVER allocation failed";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "cuSOLVER invalid value";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "cuSOLVER architecture mismatch";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "cuSOLVER execution failed";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "cuSOLVER internal error";
+    default: return "cuSOLVER error";
+    }
+}
+
+// A launcher's error as a failure of ctx (for paths that free buffers before returning).
+static int launched(ds_ctx *ctx, cudaError_t e, const char *what, int line)
+{
+    return e == cudaSuccess ? DS_OK : cuda_failed(ctx, what, cudaGetErrorString(e), __FILE__, line);
+}
+
+// The backend's cuSOLVER handle on its stream, made on first use.
+static int solver(ds_ctx *ctx, cusolverDnHandle_t *h)
+{
+    cuda_state *st = state(ctx);
+    if (!st->solver) {
+        SOLVER_CHECK(ctx, cusolverDnCreate(&st->solver));
+        SOLVER_CHECK(ctx, cusolverDnSetStream(st->solver, st->stream));
+    }
+    *h = st->solver;
+    return DS_OK;
+}
+
+static int gpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
+                               int64_t count, double *dst)
+{
+    CUDA_CHECK(ctx, ds_k_ann_gather_fit(X, n, z, idx, count, dst, state(ctx)->stream));
+    return DS_OK;
+}
+
+static int gpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                              int64_t *req)
+{
+    CUDA_CHECK(ctx, ds_k_ann_route_requests(L, nb, S, p, tab, req, state(ctx)->stream));
+    return DS_OK;
+}
+
+static int gpu_route_place(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                           const int64_t *tab, double *A)
+{
+    CUDA_CHECK(ctx, ds_k_ann_route_place(recv, width, nb, S, p, tab, A, state(ctx)->stream));
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Hidden fits. Column-major views: a neuron's block of A (S rows of width n + 2, row-major) is the
+// (n+2) × S matrix Ac with leading dimension n + 2, whose first n1 = n + 1 rows are [X_s 1]ᵀ.
+//   S ≥ n1: G = Ac·Acᵀ (n1 × n1), W = G⁻¹·(Ac·t)        S < n1: G = Acᵀ·Ac (S × S), W = Ac·(G⁻¹·t)
+
+typedef struct fit_bufs {
+    double *G, *t, *u;  // nb × g², nb × S, nb × S
+    double **gp, **bp;  // pointer arrays for the batched Cholesky
+    int *info, *failed;
+} fit_bufs;
+
+static int64_t gpu_fit_scratch(int64_t nb, int64_t S, int64_t n)
+{
+    const int64_t g = S >= n + 1 ? n + 1 : S;
+    return nb * (g * g + 2 * S + 3);  // G, t, u; gp, bp and info in a slot of 8 bytes each
+}
+
+static fit_bufs fit_layout(double *scratch, int64_t nb, int64_t S, int64_t g, int *failed)
+{
+    fit_bufs b = {.G = scratch, .failed = failed};
+    b.t = b.G + nb * g * g;
+    b.u = b.t + nb * S;
+    b.gp = (double **)(b.u + nb * S);
+    b.bp = b.gp + nb;
+    b.info = (int *)(b.bp + nb);
+    return b;
+}
+
+// The batched Cholesky solve G_i·x_i = b_i (b_i overwritten by x_i) for nb systems of order g.
+static int batched_cholesky(ds_ctx *ctx, fit_bufs *b, int64_t nb, int64_t g, double *rhs, int64_t rhs_stride)
+{
+    cuda_state *st = state(ctx);
+    cusolverDnHandle_t h = NULL;
+    DS_CHECK(solver(ctx, &h));
+    CUDA_CHECK(ctx, ds_k_ann_ptrs(b->gp, b->G, g * g, nb, st->stream));
+    CUDA_CHECK(ctx, ds_k_ann_ptrs(b->bp, rhs, rhs_stride, nb, st->stream));
+    SOLVER_CHECK(ctx, cusolverDnDpotrfBatched(h, CUBLAS_FILL_MODE_LOWER, (int)g, b->gp, (int)g, b->info, (int)nb));
+    // potrs reports only bad arguments; a failed factorization shows in info and in non-finite weights.
+    SOLVER_CHECK(ctx, cusolverDnDpotrsBatched(h, CUBLAS_FILL_MODE_LOWER, (int)g, 1, b->gp, (int)g, b->bp, (int)g,
+                                              b->failed, (int)nb));
+    return DS_OK;
+}
+
+static int fit_products(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, fit_bufs *b, double *W)
+{
+    cuda_state *st = state(ctx);
+    const int64_t n1 = n + 1, lda = n + 2, sa = S * lda;
+    const double one = 1.0, zero = 0.0;
+    if (S >= n1) {
+        CUBLAS_CHECK(ctx, cublasDgemmStridedBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)n1, (int)n1, (int)S, &one,
+                                                    A, (int)lda, sa, A, (int)lda, sa, &zero, b->G, (int)n1, n1 * n1,
+                                                    (int)nb));
+        CUBLAS_CHECK(ctx, cublasDgemvStridedBatched(st->blas, CUBLAS_OP_N, (int)n1, (int)S, &one, A, (int)lda, sa, b->t,
+                                                    1, S, &zero, W, 1, n1, (int)nb));
+        return batched_cholesky(ctx, b, nb, n1, W, n1);
+    }
+    CUBLAS_CHECK(ctx, cublasDgemmStridedBatched(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)S, (int)S, (int)n1, &one, A,
+                                                (int)lda, sa, A, (int)lda, sa, &zero, b->G, (int)S, S * S, (int)nb));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(b->u, b->t, (size_t)(nb * S) * sizeof(double), cudaMemcpyDeviceToDevice, st->stream));
+    DS_CHECK(batched_cholesky(ctx, b, nb, S, b->u, S));
+    CUBLAS_CHECK(ctx, cublasDgemvStridedBatched(st->blas, CUBLAS_OP_N, (int)n1, (int)S, &one, A, (int)lda, sa, b->u, 1,
+                                                S, &zero, W, 1, n1, (int)nb));
+    return DS_OK;
+}
+
+static int gpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
+                   double *W, int *failed, double *scratch)
+{
+    cuda_state *st = state(ctx);
+    const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
+    if (nb * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden fits of %lld rows x %lld inputs are too large for one batch",
+                       (long long)S, (long long)n);
+    fit_bufs b = fit_layout(scratch, nb, S, g, failed);
+    CUDA_CHECK(ctx, ds_k_ann_targets(A, nb, S, n, classes, k0, atanh(ANN_TARGET), b.t, st->stream));
+    DS_CHECK(fit_products(ctx, A, nb, S, n, &b, W));
+    CUDA_CHECK(ctx, ds_k_ann_check_fits(b.info, W, nb, n1, failed, st->stream));
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// H and the outputs. Row-major H (rows × ld) is column-major ld × rows; W (K × (n+1)) is column-major
+// (n+1) × K, so H[:, :K] = Xc-products: Hc = Wcᵀ[:n]·Xc (K × rows); P = H[:, :K+1]·V is Pc = Vc·Hc.
+
+static int gpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                       const double *y, int64_t outputs, double *H, int64_t ld)
+{
+    cuda_state *st = state(ctx);
+    const double one = 1.0, zero = 0.0;
+    if (rows > INT32_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "a chunk of H of %lld rows is too large", (long long)rows);
+    CUBLAS_CHECK(ctx, cublasDgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, (int)rows, (int)n, &one, W, (int)(n + 1),
+                                  X, (int)n, &zero, H, (int)ld));
+    CUDA_CHECK(ctx, ds_k_ann_activate(H, rows, ld, W, n, K, y, outputs, st->stream));
+    return DS_OK;
+}
+
+static int gpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
+                      int64_t outputs, double *P)
+{
+    cuda_state *st = state(ctx);
+    const double one = 1.0, zero = 0.0;
+    CUBLAS_CHECK(ctx, cublasDgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)outputs, (int)rows, (int)(K + 1), &one, V,
+                                  (int)outputs, H, (int)ld, &zero, P, (int)outputs));
+    return DS_OK;
+}
+
+static int gpu_add(ds_ctx *ctx, double *dst, const double *src, int64_t count)
+{
+    CUDA_CHECK(ctx, ds_k_ann_add(dst, src, count, state(ctx)->stream));
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The output solve.
+
+typedef struct solve_bufs {
+    double *A, *B, *e, *Q, *work;
+    int *info;
+} solve_bufs;
+
+static int solve_cholesky(ds_ctx *ctx, cusolverDnHandle_t h, solve_bufs *b, int64_t K1, int64_t C, int *info)
+{
+    int lwork = 0;
+    SOLVER_CHECK(ctx, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A, (int)K1, &lwork));
+    DS_CHECK(cuda_alloc(ctx, (void **)&b->work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
+    SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A, (int)K1, b->work, lwork, b->info));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(info, b->info, sizeof(int), cudaMemcpyDeviceToHost, state(ctx)->stream));
+    DS_CHECK(cuda_wait(ctx, NULL));
+    if (*info == 0)
+        SOLVER_CHECK(ctx, cusolverDnDpotrs(h, CUBLAS_FILL_MODE_LOWER, (int)K1, (int)C, b->A, (int)K1, b->B, (int)K1,
+                                           b->info));
+    return DS_OK;
+}
+
+// A = Q·diag(e)·Qᵀ; B ← Q·(diag(1/e)·(Qᵀ·B)) with eigenvalues below the cutoff dropped.
+static int solve_eigen(ds_ctx *ctx, cusolverDnHandle_t h, solve_bufs *b, int64_t K1, int64_t C)
+{
+    cuda_state *st = state(ctx);
+    const double one = 1.0, zero = 0.0;
+    int lwork = 0, info = 0;
+    DS_CHECK(cuda_alloc(ctx, (void **)&b->e, (size_t)K1 * sizeof(double)));
+    DS_CHECK(cuda_alloc(ctx, (void **)&b->Q, (size_t)(K1 * C) * sizeof(double)));
+    SOLVER_CHECK(ctx, cusolverDnDsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A,
+                                                  (int)K1, b->e, &lwork));
+    cudaFree(b->work);
+    b->work = NULL;
+    DS_CHECK(cuda_alloc(ctx, (void **)&b->work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
+    SOLVER_CHECK(ctx, cusolverDnDsyevd(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A, (int)K1, b->e,
+                                       b->work, lwork, b->info));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(&info, b->info, sizeof(int), cudaMemcpyDeviceToHost, st->stream));
+    DS_CHECK(cuda_wait(ctx, NULL));
+    if (info != 0)
+        return ds_fail(&ctx->msg, DS_ERR_NUMERIC, "the output layer's eigendecomposition did not converge (info %d)", info);
+    CUBLAS_CHECK(ctx, cublasDgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K1, (int)C, (int)K1, &one, b->A, (int)K1, b->B,
+                                  (int)K1, &zero, b->Q, (int)K1));
+    CUDA_CHECK(ctx, ds_k_ann_scale_eigen(b->Q, b->e, K1, C, ANN_EIGEN_CUT, st->stream));
+    CUBLAS_CHECK(ctx, cublasDgemm(st->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)K1, (int)C, (int)K1, &one, b->A, (int)K1, b->Q,
+                                  (int)K1, &zero, b->B, (int)K1));
+    return DS_OK;
+}
+
+static int gpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t outputs, double lambda, double *V,
+                     char *route, size_t route_len)
+{
+    cuda_state *st = state(ctx);
+    solve_bufs b = {0};
+    cusolverDnHandle_t h = NULL;
+    int info = 0;
+    int rc = solver(ctx, &h);
+    if (rc == DS_OK)
+        rc = cuda_alloc(ctx, (void **)&b.A, (size_t)(K1 * K1) * sizeof(double));
+    if (rc == DS_OK)
+        rc = cuda_alloc(ctx, (void **)&b.B, (size_t)(K1 * outputs) * sizeof(double));
+    if (rc == DS_OK)
+        rc = cuda_alloc(ctx, (void **)&b.info, sizeof(int));
+    if (rc == DS_OK)
+        rc = launched(ctx, ds_k_ann_solve_in(S, ld, K1, outputs, lambda, b.A, b.B, st->stream), "ds_k_ann_solve_in", __LINE__);
+    if (rc == DS_OK)
+        rc = solve_cholesky(ctx, h, &b, K1, outputs, &info);
+    snprintf(route, route_len, "cholesky");
+    if (rc == DS_OK && info != 0) {  // A holds a partial factor: take A and B from S again
+        snprintf(route, route_len, "eigen");
+        rc = launched(ctx, ds_k_ann_solve_in(S, ld, K1, outputs, lambda, b.A, b.B, st->stream), "ds_k_ann_solve_in",
+                      __LINE__);
+        if (rc == DS_OK)
+            rc = solve_eigen(ctx, h, &b, K1, outputs);
+    }
+    if (rc == DS_OK)
+        rc = launched(ctx, ds_k_ann_transpose(b.B, K1, outputs, V, st->stream), "ds_k_ann_transpose", __LINE__);
+    if (rc == DS_OK)
+        rc = cuda_wait(ctx, NULL);  // the buffers are freed next
+    void *p[] = {b.A, b.B, b.e, b.Q, b.work, b.info};
+    for (int i = 0; i < 6; i++)
+        cudaFree(p[i]);
+    return rc;
+}
+
+const ann_ops ann_ops_cuda = {
+    .gather_fit_rows = gpu_gather_fit_rows,
+    .route_requests = gpu_route_requests,
+    .route_place = gpu_route_place,
+    .fit_scratch = gpu_fit_scratch,
+    .fit = gpu_fit,
+    .forward = gpu_forward,
+    .output = gpu_output,
+    .add = gpu_add,
+    .solve = gpu_solve,
+};

@@ -1,0 +1,84 @@
+// backend_cuda.h: what the CUDA backend (backend_cuda.c: runtime, memory, waits, collectives, devices)
+// shares with the workloads' CUDA files (solve_cuda.c, ann_cuda.c, sort_cuda.c, logreg_cuda.c,
+// bench_cuda.c): its state, the error checks, and the functions they call across. Those files reach the
+// stream, the library handles and the checks through it.
+// provides: cuda_state, state, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
+//           scratch_reserve, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
+#ifndef DS_BACKEND_CUDA_H
+#define DS_BACKEND_CUDA_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "backend/backend.h"
+#include "core/ctx.h"
+#include "core/err.h"
+#include "backend/backend_kernels.h"
+
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define GRAM_STREAMS 4
+#define F32_CHUNK_DOUBLES ((int64_t)32 << 20)  // f32 rows are widened ≤ 256 MB at a time
+#define GEMM_CHUNK_ROWS ((int64_t)32768)        // rows (cuBLAS's k) per pass over f32 X widened to double
+
+typedef struct cuda_state {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cusolverDnHandle_t solver;  // made on first use (ann_cuda.c)
+    ncclComm_t nccl;  // NULL with one rank, or once aborted
+    int nccl_aborted;
+    cudaEvent_t marks[DS_MARKS];
+    int nsm;              // multiprocessors: sizes the grids
+    double timeout_s;     // DSOLVE_TIMEOUT; 0: wait without a deadline
+    double *scratch;      // partial sums and widened rows; grown only when too small
+    size_t scratch_doubles;
+    const double **ptrs;  // pointer arrays of batched GEMMs
+    size_t ptrs_len;
+    cudaStream_t side[GRAM_STREAMS];  // concurrent parts of the Gram product, each with its own handle
+    cublasHandle_t side_blas[GRAM_STREAMS];
+    cudaEvent_t fork, join[GRAM_STREAMS];
+} cuda_state;
+
+// ---------------------------------------------------------------------------------------------------
+// Errors: one generic check behind the library-specific ones.
+
+int cuda_failed(ds_ctx *ctx, const char *stmt, const char *why, const char *file, int line);
+
+#define GPU_CHECK_GEN(ctx, type, ok, errstr, expr)                                  \
+    do {                                                                            \
+        type gpu_rc_ = (expr);                                                      \
+        if (gpu_rc_ != (ok))                                                        \
+            return cuda_failed((ctx), #expr, errstr(gpu_rc_), __FILE__, __LINE__); \
+    } while (0)
+#define CUDA_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, cudaError_t, cudaSuccess, cudaGetErrorString, expr)
+#define CUBLAS_CHECK(ctx, expr) \
+    GPU_CHECK_GEN(ctx, cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, expr)
+#define NCCL_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, ncclResult_t, ncclSuccess, ncclGetErrorString, expr)
+
+static inline cuda_state *state(ds_ctx *ctx)
+{
+    return (cuda_state *)ctx->be_state;
+}
+
+// Waits for the stream (ev NULL) or for ev, polling; see backend_cuda.c.
+int cuda_wait(ds_ctx *ctx, cudaEvent_t ev);
+int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
+// A device scratch of at least doubles, grown only when a call needs more than any before it.
+int scratch_reserve(ds_ctx *ctx, size_t doubles, double **out);
+
+// The device queries of ds_backend (backend.h states their contracts), in backend_cuda_info.c.
+int cuda_device_count(void);
+int cuda_device_info(int device, ds_device_info *d);
+void cuda_device_name(ds_ctx *ctx, char *buf, size_t len);
+void cuda_versions(ds_versions *v);
+void cuda_costs(const ds_ctx *ctx, ds_costs *c);
+
+#endif

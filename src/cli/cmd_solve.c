@@ -1,0 +1,311 @@
+// cmd_solve.c: `dsolve solve`: SolveBak on an HDF5 input or the built-in seed problem.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmds.h"
+#include "core/data.h"
+#include "h5io.h"
+#include "cli/opts.h"
+#include "cli/plot.h"
+#include "cli/report.h"
+#include "solve/solvebak.h"
+#include "core/stats.h"
+
+static const ds_opt solve_table[] = {
+    {"input", OPT_STRING, NULL, "F.h5", 0, 0, "HDF5 file with X (m × n) and y (m); without it, the built-in problem"},
+    {"x-dataset", OPT_STRING, "X", "NAME", 0, 0, "dataset holding X"},
+    {"y-dataset", OPT_STRING, "y", "NAME", 0, 0, "dataset holding y"},
+    {"rows", OPT_INT, "100000", "M", 1, 1e15, "rows of the built-in problem"},
+    {"cols", OPT_INT, "1000", "N", 1, 1e6, "columns of the built-in problem"},
+    {"seed", OPT_INT, "0", "S", 0, 9e18, "seed of the built-in problem"},
+    {"noise", OPT_DOUBLE, "0", "SIGMA", 0, 1e300, "noise of the built-in problem"},
+    {"corr", OPT_DOUBLE, "0", "RHO", 0, 0.999, "pairwise column correlation of the built-in problem"},
+    {"precision", OPT_CHOICE, "f64", "f64|f32", 0, 0, "storage of X on the device (vectors and sums stay f64)"},
+    {"batch", OPT_INT, "100", "B", 1, 1e6, "columns per block; 1 is the sequential algorithm"},
+    {"iters", OPT_INT, "10", "K", 0, 1e9, "most sweeps"},
+    {"tol", OPT_DOUBLE, "0", "T", 0, 1, "stop when the relative residual or its relative change over a sweep is <= T (0: never)"},
+    {"no-line-search", OPT_FLAG, NULL, NULL, 0, 0, "the seed's raw block update (diverges on correlated columns)"},
+    {"method", OPT_CHOICE, "auto", "auto|residual|gram", 0, 0, "residual: one allreduce per block; gram: X'X once, then sweeps on it"},
+    {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
+    {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
+    {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
+    DS_COMMON_OPTS,
+    {NULL, 0, NULL, NULL, 0, 0, NULL},
+};
+
+static const char solve_usage[] = "dsolve solve [--input F.h5] [--batch B] [--iters K] [--tol T] [--output F.h5] [options]";
+static const char solve_about[] =
+    "SolveBak least squares (X a ~ y) by coordinate descent over row blocks distributed across ranks.";
+
+typedef struct solve_run {
+    ds_args args;
+    sb_opts so;
+    int f32;
+    double t_start, *times, *setups, *sweeps;
+    double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
+} solve_run;
+
+static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
+{
+    DS_CHECK(opts_parse(solve_table, argc, argv, &r->args, msg));
+    const ds_args *a = &r->args;
+    r->f32 = strcmp(opts_str(a, "precision"), "f32") == 0;
+    const char *m = opts_str(a, "method");
+    r->so = (sb_opts){
+        .batch = (int)opts_int(a, "batch"),
+        .iters = (int)opts_int(a, "iters"),
+        .tol = opts_double(a, "tol"),
+        .line_search = !opts_flag(a, "no-line-search"),
+        .method = strcmp(m, "gram") == 0 ? SB_METHOD_GRAM : strcmp(m, "residual") == 0 ? SB_METHOD_RESIDUAL : SB_METHOD_AUTO,
+        .progress = 0,
+    };
+    if (opts_given(a, "input") && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "corr") || opts_given(a, "noise")))
+        return ds_fail(msg, DS_ERR_USAGE, "--rows, --cols, --corr and --noise describe the built-in problem; not with --input");
+    return DS_OK;
+}
+
+static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
+{
+    const ds_args *a = &r->args;
+    if (opts_given(a, "input"))
+        return data_load_lsq(ctx, opts_str(a, "input"), opts_str(a, "x-dataset"), opts_str(a, "y-dataset"), r->f32, d);
+    gen_lsq p = {.rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
+                 .noise = opts_double(a, "noise"), .corr = opts_double(a, "corr")};
+    return data_gen_lsq(ctx, &p, r->f32, d);
+}
+
+// One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median time.
+static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *res)
+{
+    const int reps = (int)opts_int(&r->args, "repeat");
+    r->times = calloc((size_t)reps, sizeof(double));
+    r->setups = calloc((size_t)reps, sizeof(double));
+    r->sweeps = calloc((size_t)reps, sizeof(double));
+    int ok = r->times && r->setups && r->sweeps;
+    DS_CHECK(ctx_agree(ctx, ok ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
+    for (int i = reps > 1 ? -1 : 0; i < reps; i++) {
+        solvebak_result_free(res);
+        int rc = solvebak_run(ctx, &d->X, d->y, d->rows_global, &r->so, res);
+        if (rc != DS_OK)
+            return rc;
+        if (i >= 0) {
+            r->times[i] = res->solve_seconds;
+            r->setups[i] = res->setup_seconds;
+            r->sweeps[i] = res->sweep_seconds;
+        }
+    }
+    res->solve_seconds = ds_median(r->times, reps);
+    res->setup_seconds = ds_median(r->setups, reps);
+    res->sweep_seconds = ds_median(r->sweeps, reps);
+    return DS_OK;
+}
+
+// Rank 0 writes /a with the run's attributes to a temporary file and renames it when complete.
+static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res, const char *cmdline)
+{
+    const char *out = opts_str(&r->args, "output");
+    if (!out || ctx->rank != 0)
+        return DS_OK;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.part", out);
+    h5io_attr attrs[] = {
+        {.name = "sweeps", .kind = H5IO_INT, .i = res->sweeps},
+        {.name = "residuals", .kind = H5IO_DOUBLES, .v = res->history, .len = res->sweeps + 1},
+        {.name = "rel_residual", .kind = H5IO_DOUBLE, .d = res->rel_residual},
+        {.name = "normal_residual", .kind = H5IO_DOUBLE, .d = res->normal_residual},
+        {.name = "stop_reason", .kind = H5IO_STRING, .s = res->stop_reason},
+        {.name = "method", .kind = H5IO_STRING, .s = res->method},
+        {.name = "batch", .kind = H5IO_INT, .i = r->so.batch < d->X.cols ? r->so.batch : d->X.cols},
+        {.name = "line_search", .kind = H5IO_INT, .i = r->so.line_search},
+        {.name = "source", .kind = H5IO_STRING, .s = d->source},
+        {.name = "options", .kind = H5IO_STRING, .s = cmdline},
+    };
+    int rc = h5io_write_vector(tmp, 1, "a", res->a, d->X.cols, &ctx->msg);
+    if (rc == DS_OK)
+        rc = h5io_write_attrs(tmp, "a", attrs, (int)(sizeof attrs / sizeof attrs[0]), &ctx->msg);
+    if (rc == DS_OK)
+        rc = h5io_commit(tmp, out, &ctx->msg);
+    if (rc != DS_OK)
+        h5io_discard(tmp);
+    return rc;
+}
+
+// Rank 0 draws the residual history: relative residual against sweep, on a log axis.
+static int solve_plot(ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res)
+{
+    const char *path = opts_str(&r->args, "plot");
+    if (!path || ctx->rank != 0)
+        return DS_OK;
+    double *sweep = malloc((size_t)(res->sweeps + 1) * sizeof(double));
+    if (!sweep)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    for (int s = 0; s <= res->sweeps; s++)
+        sweep[s] = s;
+    char title[400], label[96];
+    snprintf(title, sizeof title, "SolveBak: %lld x %lld from %s%s", (long long)d->rows_global, (long long)d->X.cols,
+             d->source, r->so.line_search ? "" : ", raw block update");
+    snprintf(label, sizeof label, "%s, batch %d", res->method, r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch);
+    ds_series ser = {label, sweep, res->history, res->sweeps + 1, 0};
+    int rc = plot_svg(path, title, "sweep", "relative residual ||y - Xa|| / ||y||", 0, 1, &ser, 1, &ctx->msg);
+    free(sweep);
+    return rc;
+}
+
+static int solve_devices(const ds_ctx *ctx)
+{
+    return ctx->device >= 0 ? ctx->nranks : 0;
+}
+
+static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res, double total)
+{
+    ds_json j;
+    json_begin(&j);
+    json_int(&j, "rows", d->rows_global);
+    json_int(&j, "cols", d->X.cols);
+    json_int(&j, "ranks", ctx->nranks);
+    json_str(&j, "backend", ctx->be->name);
+    json_str(&j, "backend_note", ctx->backend_note);
+    json_int(&j, "devices", solve_devices(ctx));
+    json_str(&j, "device_name", ctx->device_name);
+    json_str(&j, "source", d->source);
+    json_str(&j, "precision", r->f32 ? "f32" : "f64");
+    json_str(&j, "method", res->method);
+    json_int(&j, "batch", r->so.batch > d->X.cols ? d->X.cols : r->so.batch);
+    json_bool(&j, "line_search", r->so.line_search);
+    json_int(&j, "sweeps", res->sweeps);
+    json_str(&j, "stop_reason", res->stop_reason);
+    json_num(&j, "solve_seconds", res->solve_seconds);
+    json_num(&j, "setup_seconds", res->setup_seconds);
+    json_num(&j, "sweep_seconds", res->sweep_seconds);
+    json_num(&j, "check_seconds", res->check_seconds);
+    json_num(&j, "total_seconds", total);
+    json_int(&j, "repeat", opts_int(&r->args, "repeat"));
+    json_nums(&j, "solve_seconds_all", r->times, opts_int(&r->args, "repeat"));
+    json_num(&j, "rel_residual", res->rel_residual);
+    json_num(&j, "normal_residual", res->normal_residual);
+    json_nums(&j, "residual_history", res->history, res->sweeps + 1);
+    json_bool(&j, "residual_history_exact", strcmp(res->method, "residual") == 0);
+    json_num(&j, "coef_error", r->coef_error);
+    json_int(&j, "zero_columns", res->zero_columns);
+    json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
+    json_end(&j, stdout);
+}
+
+static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res, double total)
+{
+    printf("dsolve solve: %lld x %lld %s from %s\n", (long long)d->rows_global, (long long)d->X.cols,
+           r->f32 ? "f32" : "f64", d->source);
+    printf("  ranks %d, backend %s", ctx->nranks, ctx->be->name);
+    if (solve_devices(ctx))
+        printf(" (%d x %s)", solve_devices(ctx), ctx->device_name);
+    printf("%s%s%s\n", ctx->backend_note[0] ? " — " : "", ctx->backend_note, "");
+    printf("  method %s, batch %d, line search %s, %d sweeps (%s)\n", res->method,
+           r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch, r->so.line_search ? "on" : "off", res->sweeps,
+           res->stop_reason);
+    printf("  relative residual %.3e   normal residual %.3e", res->rel_residual, res->normal_residual);
+    if (isfinite(r->coef_error))
+        printf("   coefficient error %.3e", r->coef_error);
+    printf("\n");
+    if (res->zero_columns)
+        printf("  %lld zero columns skipped (their coefficients are 0)\n", (long long)res->zero_columns);
+    printf("  solve %.4g s (setup %.4g s, sweeps %.4g s)%s, %.1f GB/s effective; total %.3g s with I/O\n",
+           res->solve_seconds, res->setup_seconds, res->sweep_seconds,
+           opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
+    printf("  relative residual by sweep:");
+    int step = res->sweeps > 12 ? res->sweeps / 12 : 1;
+    for (int s = 0; s <= res->sweeps; s += step)
+        printf(" %d:%.2e", s, res->history[s]);
+    printf("\n");
+}
+
+static double solve_coef_error(const ds_data *d, const sb_result *res)
+{
+    if (!d->a_true)
+        return NAN;
+    double num = 0, den = 0;
+    for (int64_t j = 0; j < d->X.cols; j++) {
+        num += (res->a[j] - d->a_true[j]) * (res->a[j] - d->a_true[j]);
+        den += d->a_true[j] * d->a_true[j];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void solve_cmdline(int argc, char **argv, char *buf, size_t len)
+{
+    snprintf(buf, len, "dsolve solve");
+    for (int i = 0; i < argc; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, " %s", argv[i]);
+    }
+}
+
+static int solve_output_writable(ds_ctx *ctx, const char *out)
+{
+    if (!out || ctx->rank != 0)
+        return DS_OK;
+    return h5io_output_dir_ok(out, &ctx->msg);
+}
+
+int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
+{
+    solve_run r = {.t_start = MPI_Wtime()};
+    DS_CHECK(solve_parse(argc, argv, &r, msg));
+    if (opts_flag(&r.args, "help")) {
+        int rank;
+        MPI_Comm_rank(comm, &rank);
+        if (rank == 0)
+            opts_help(stdout, solve_usage, solve_about, solve_table);
+        return DS_OK;
+    }
+    ds_ctx ctx;
+    int rc = ctx_open(&ctx, comm, opts_str(&r.args, "backend"));
+    if (rc == DS_OK)
+        rc = ctx_agree(&ctx, solve_output_writable(&ctx, opts_str(&r.args, "output")));
+    if (rc != DS_OK) {
+        *msg = ctx.msg;
+        ctx_close(&ctx);
+        return rc;
+    }
+    ctx.quiet = opts_flag(&r.args, "quiet");
+    ds_data d;
+    sb_result res = {0};
+    rc = solve_load(&ctx, &r, &d);
+    if (rc == DS_OK) {
+        // From global sizes only: every rank must reach the same choice (it decides the collectives).
+        ds_costs cost;
+        ctx.be->costs(&ctx, &cost);
+        double predicted = r.so.iters * 2.0 * ((double)d.rows_global / ctx.nranks) * (double)d.X.cols * (r.f32 ? 4 : 8) /
+                           cost.bandwidth;
+        // Long runs check in after every sweep (a line on stderr unless --quiet), so no single wait on
+        // the device is longer than a sweep.
+        r.so.progress = predicted > 3.0;
+        rc = solve_timed(&ctx, &r, &d, &res);
+    }
+    if (rc == DS_OK || rc == DS_ERR_NUMERIC) {
+        char cmdline[4096];
+        solve_cmdline(argc, argv, cmdline, sizeof cmdline);
+        r.coef_error = solve_coef_error(&d, &res);
+        int wrc = rc == DS_OK ? ctx_agree(&ctx, solve_write(&ctx, &r, &d, &res, cmdline)) : DS_OK;
+        if (wrc == DS_OK && res.a)
+            wrc = ctx_agree(&ctx, solve_plot(&ctx, &r, &d, &res));
+        double total = MPI_Wtime() - r.t_start;
+        if (ctx.rank == 0 && res.a) {
+            if (opts_flag(&r.args, "json"))
+                solve_json(&ctx, &r, &d, &res, total);
+            else
+                solve_summary(&ctx, &r, &d, &res, total);
+        }
+        if (rc == DS_OK)
+            rc = wrc;
+    }
+    *msg = ctx.msg;
+    solvebak_result_free(&res);
+    free(r.times);
+    free(r.setups);
+    free(r.sweeps);
+    data_free(&ctx, &d);
+    ctx_close(&ctx);
+    return rc;
+}

@@ -1,0 +1,72 @@
+// main.c: dsolve's entry point: MPI start, subcommand dispatch, the one-line error and the exit code.
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cmds.h"
+
+typedef struct ds_command {
+    const char *name;
+    int (*run)(MPI_Comm comm, int argc, char **argv, ds_msg *msg);
+    const char *about;
+} ds_command;
+
+static const ds_command commands[] = {
+    {"solve", cmd_solve, "SolveBak least squares on an HDF5 input or the built-in problem"},
+    {"gen", cmd_gen, "write a least-squares or network test problem to HDF5"},
+    {"ann", cmd_ann, "train the least-squares network (neurons sharded across ranks)"},
+    {"predict", cmd_predict, "apply a network written by dsolve ann"},
+    {"sort", cmd_sort, "distributed sample sort of a 1-D HDF5 dataset or generated keys"},
+    {"logreg", cmd_logreg, "multi-class logistic regression (Fashion-MNIST IDX or HDF5)"},
+    {"bench", cmd_bench, "time CPU against GPU (matmul, add, solve, all), checked, with resources"},
+    {"info", cmd_info, "ranks, hosts, GPUs, memory and library versions"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: dsolve COMMAND [options]     (mpirun -np P dsolve ... for P ranks, one GPU each)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].about);
+    fprintf(f, "\n  dsolve COMMAND --help   the command's options\n  dsolve --version        versions of dsolve and its libraries\n");
+    fprintf(f, "\nexit codes: 0 ok, 1 runtime failure, 2 usage, 3 bad input, 4 numerical failure\n");
+}
+
+static int dispatch(int argc, char **argv, int rank, ds_msg *msg)
+{
+    if (argc < 2) {
+        if (rank == 0)
+            usage(stderr);
+        return ds_fail(msg, DS_ERR_USAGE, "no command given");
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        if (rank == 0)
+            usage(stdout);
+        return DS_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        if (rank == 0)
+            ds_print_version(stdout);
+        return DS_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(MPI_COMM_WORLD, argc - 2, argv + 2, msg);
+    return ds_fail(msg, DS_ERR_USAGE, "unknown command '%s' (see dsolve --help)", name);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    ds_msg msg = {{0}};
+    int rc = dispatch(argc, argv, rank, &msg);
+    if (rc != DS_OK && rank == 0) {
+        fprintf(stderr, "dsolve: %s\n", msg.text[0] ? msg.text : "failed");
+        fflush(stderr);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,55 @@
+// opts.h: one static option table per subcommand, from which both the parser and --help are made.
+// provides: ds_opt, ds_args, opts_parse, opts_help, opts_int, opts_double, opts_str, opts_flag, opts_given
+#ifndef DS_OPTS_H
+#define DS_OPTS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/err.h"
+
+enum ds_opt_type { OPT_FLAG, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_CHOICE };
+
+typedef struct ds_opt {
+    const char *name;  // long name without the dashes
+    int type;
+    const char *def;   // default as text; NULL when there is none
+    const char *meta;  // the value's name in --help ("M"), or the choices "f64|f32" for OPT_CHOICE
+    double min, max;   // accepted range of OPT_INT and OPT_DOUBLE
+    const char *help;
+} ds_opt;
+
+#define DS_MAX_OPTS 48
+
+typedef struct ds_args {
+    const ds_opt *table;
+    int n;
+    const char *value[DS_MAX_OPTS];  // the text given, or the default
+    int given[DS_MAX_OPTS];
+} ds_args;
+
+// Parses argv[0 .. argc−1] ("--name value", "--name=value", flags alone) against table (ended by a
+// NULL name). DS_ERR_USAGE with a message for an unknown option, a missing value, a number out of
+// range or a choice not offered.
+int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg *msg);
+
+// Prints "usage" and then one line per option, with its default, to f.
+void opts_help(FILE *f, const char *usage, const char *about, const ds_opt *table);
+
+int64_t opts_int(const ds_args *args, const char *name);
+double opts_double(const ds_args *args, const char *name);
+const char *opts_str(const ds_args *args, const char *name);  // NULL when unset without default
+int opts_flag(const ds_args *args, const char *name);
+int opts_given(const ds_args *args, const char *name);
+
+// The options every subcommand takes, and --backend for those that compute.
+#define DS_REPORT_OPTS                                                                                  \
+    {"json", OPT_FLAG, NULL, NULL, 0, 0, "print one JSON object on stdout instead of the summary"},     \
+        {"quiet", OPT_FLAG, NULL, NULL, 0, 0, "no progress lines on stderr"},                           \
+        {"help", OPT_FLAG, NULL, NULL, 0, 0, "this text"}
+#define DS_COMMON_OPTS                                                                                  \
+    {"backend", OPT_CHOICE, "auto", "auto|cpu|cuda", 0, 0,                                              \
+     "cuda when every rank has a GPU of its own, else cpu"},                                             \
+        DS_REPORT_OPTS
+
+#endif

@@ -1,0 +1,39 @@
+// data.h: a rank's row block of a least-squares problem (X, y) in backend memory, read from HDF5 or
+// generated, staged through bounded host chunks when the backend's memory is not host memory.
+// provides: ds_data, data_partition, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
+#ifndef DS_DATA_H
+#define DS_DATA_H
+
+#include <stdint.h>
+
+#include "core/ctx.h"
+#include "core/gen.h"
+
+typedef struct ds_data {
+    ds_mat X;     // rows × cols of this rank, backend memory
+    double *y;    // rows, backend memory
+    int64_t rows_global, row0;
+    double *a_true;  // [cols], host memory, or NULL when the source has none
+    char source[300];
+} ds_data;
+
+// Contiguous near-equal split: ranks r < m mod p get one row more.
+void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows);
+
+// Validates path (every rank), refuses more ranks than rows, reads this rank's hyperslab (X as float
+// when f32) and /a_true when present; with yname NULL, X alone (y zero). Collective; all ranks return
+// the same status.
+int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
+
+// A labelled set: X (float64) and integer labels, kept as doubles in y: from HDF5 (xname float, lname
+// integer), or from the MNIST-layout directory dir (split "train" or "t10k"; pixels scaled to [0, 1]).
+// Label ranges are the caller's to check. Collective.
+int data_load_labelled(ds_ctx *ctx, const char *path, const char *xname, const char *lname, ds_data *d);
+int data_load_idx(ds_ctx *ctx, const char *dir, const char *split, ds_data *d);
+
+// Generates this rank's rows of the problem p. Collective.
+int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d);
+
+void data_free(ds_ctx *ctx, ds_data *d);
+
+#endif

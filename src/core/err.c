@@ -1,0 +1,15 @@
+// err.c: formatting of the first failure's message.
+#include "core/err.h"
+
+#include <stdarg.h>
+
+int ds_fail(ds_msg *msg, int status, const char *fmt, ...)
+{
+    if (msg && msg->text[0] == '\0') {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg->text, sizeof msg->text, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}

@@ -1,0 +1,251 @@
+// logreg.c: training logistic regression with gradient descent, Nesterov's method or L-BFGS, written
+// against lr_ops (logreg_cpu.c, logreg_cuda.c) and the backend's memory, marks and allreduce.
+// gd and Nesterov queue every iteration without waiting on the device (the objective's history stays
+// in backend memory until the end); L-BFGS downloads four doubles a trial step for its line search.
+// Failure inside the loop: the other ranks are inside allreduces that cannot be rejoined, so the job
+// ends with the message (MPI_Abort), as in solvebak.c; set-up failures are agreed on first.
+#include "logreg/logreg.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int logreg_set_alloc(ds_ctx *ctx, lr_set *s, int64_t rows, int64_t cols, int f32)
+{
+    memset(s, 0, sizeof *s);
+    s->rows = rows;
+    s->cols = cols;
+    s->f32 = f32;
+    size_t bytes = (size_t)(rows > 0 ? rows : 1) * (size_t)cols * (f32 ? 4 : 8);
+    DS_CHECK(ctx->be->alloc(ctx, &s->X, bytes));
+    return ctx->be->alloc(ctx, (void **)&s->labels, (size_t)(rows > 0 ? rows : 1) * sizeof(int32_t));
+}
+
+void logreg_set_free(ds_ctx *ctx, lr_set *s)
+{
+    if (ctx->be) {
+        ctx->be->free(ctx, s->X);
+        ctx->be->free(ctx, s->labels);
+    }
+    s->X = NULL;
+    s->labels = NULL;
+}
+
+void logreg_result_free(lr_result *res)
+{
+    free(res->W);
+    free(res->loss);
+    res->W = res->loss = NULL;
+}
+
+// The training state in backend memory, one allocation.
+enum { OUT_F, OUT_ACC, OUT_FT, OUT_ACCT, OUT_GTD, OUT_T, OUT_LEN };
+typedef struct lr_state {
+    int64_t dk;
+    double *mem;
+    double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *gbuf, *out, *rho, *hist;
+} lr_state;
+
+static int lr_state_alloc(ds_ctx *ctx, int64_t dk, int iters, lr_state *st)
+{
+    const int m = LR_LBFGS_MEMORY;
+    st->dk = dk;
+    int64_t total = 6 * dk + 2 * m * dk + (dk + 2) + OUT_LEN + m + (iters + 1);
+    DS_CHECK(ctx->be->alloc(ctx, (void **)&st->mem, (size_t)total * sizeof(double)));
+    double *p = st->mem;
+    double **vec[] = {&st->W, &st->g, &st->x, &st->d, &st->Wt, &st->gt};
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++, p += dk)
+        *vec[i] = p;
+    st->S = p, p += m * dk;
+    st->Y = p, p += m * dk;
+    st->gbuf = p, p += dk + 2;
+    st->out = p, p += OUT_LEN;
+    st->rho = p, p += m;
+    st->hist = p;
+    return ctx->be->fill(ctx, st->mem, total, 0.0);
+}
+
+static int lr_abort(ds_ctx *ctx, int rc)
+{
+    if (rc == DS_OK || ctx->nranks == 1)
+        return rc;
+    fprintf(stderr, "dsolve: %s (rank %d; ending the job)\n", ctx->msg.text[0] ? ctx->msg.text : "failed", ctx->rank);
+    fflush(stderr);
+    MPI_Abort(ctx->comm, rc);
+    return rc;
+}
+
+// The objective and gradient at E: local pass, allreduce, finish (out[0..1] at slot).
+static int lr_eval(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, lr_state *st, const double *E,
+                   double *g, double *out, double *hist)
+{
+    DS_CHECK(ops->pass(ctx, w, s, E, 1, st->gbuf));
+    DS_CHECK(ctx->be->allreduce_sum(ctx, st->gbuf, st->dk + 2));
+    return ops->finish(ctx, w, st->gbuf, E, g, out, hist);
+}
+
+// gd and Nesterov: no host wait inside the loop.
+static int lr_first_order(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, const lr_opts *o,
+                          lr_state *st, lr_result *res)
+{
+    const int nesterov = o->optimizer == LR_NESTEROV;
+    if (nesterov)  // x: the iterate; W: the point where the gradient is taken
+        DS_CHECK(ctx->be->fill(ctx, st->out + OUT_T, 1, 1.0));
+    for (int it = 0; it < o->iters; it++) {
+        DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + it));
+        if (nesterov)
+            DS_CHECK(ops->nesterov(ctx, w, st->x, st->W, st->g, o->lr, st->out + OUT_T));
+        else
+            DS_CHECK(ops->gd(ctx, w, st->W, st->g, o->lr));
+    }
+    if (nesterov)
+        DS_CHECK(ctx->be->copy(ctx, st->W, st->x, (size_t)st->dk * sizeof(double)));
+    DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + o->iters));
+    res->iters = o->iters;
+    snprintf(res->stop_reason, sizeof res->stop_reason, "iterations");
+    return DS_OK;
+}
+
+// Every rank takes rank 0's decision (their objective values agree, but a decision must never split).
+static int lr_decide(ds_ctx *ctx, int accept)
+{
+    if (ctx->nranks > 1)
+        MPI_Bcast(&accept, 1, MPI_INT, 0, ctx->comm);
+    return accept;
+}
+
+// One L-BFGS iteration: direction, then backtracking from step 1 until the Armijo condition holds.
+// *f is the objective at W (host copy); 0 in *accepted when no step of 2⁻³⁰ or more decreases it.
+static int lr_lbfgs_step(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, lr_state *st, int count,
+                         int newest, double *f, int *accepted)
+{
+    DS_CHECK(ops->lbfgs_dir(ctx, w, st->g, st->S, st->Y, st->rho, count, newest, st->d, st->out + OUT_GTD));
+    *accepted = 0;
+    for (double alpha = 1.0; alpha >= 0x1p-30; alpha *= 0.5) {
+        DS_CHECK(ops->axpy(ctx, w, st->Wt, st->W, alpha, st->d));
+        DS_CHECK(lr_eval(ctx, ops, w, s, st, st->Wt, st->gt, st->out + OUT_FT, NULL));
+        double out[OUT_LEN];
+        DS_CHECK(ctx->be->download(ctx, out, st->out, sizeof out));
+        const double ft = out[OUT_FT], gtd = out[OUT_GTD];
+        if (lr_decide(ctx, isfinite(ft) && ft <= *f + 1e-4 * alpha * gtd)) {
+            *f = ft;
+            *accepted = 1;
+            return DS_OK;
+        }
+    }
+    return DS_OK;
+}
+
+static int lr_lbfgs(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, const lr_opts *o, lr_state *st,
+                    lr_result *res)
+{
+    DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist));
+    double out[OUT_LEN];
+    DS_CHECK(ctx->be->download(ctx, out, st->out, sizeof out));
+    double f = out[OUT_F];
+    int count = 0, newest = LR_LBFGS_MEMORY - 1, it = 0;
+    snprintf(res->stop_reason, sizeof res->stop_reason, "iterations");
+    for (; it < o->iters; it++) {
+        int accepted = 0;
+        DS_CHECK(lr_lbfgs_step(ctx, ops, w, s, st, count, newest, &f, &accepted));
+        if (!accepted) {
+            snprintf(res->stop_reason, sizeof res->stop_reason, "line search: no step decreases the objective");
+            break;
+        }
+        newest = (newest + 1) % LR_LBFGS_MEMORY;
+        count += count < LR_LBFGS_MEMORY;
+        DS_CHECK(ops->lbfgs_accept(ctx, w, st->W, st->g, st->Wt, st->gt, st->S + newest * st->dk,
+                                   st->Y + newest * st->dk, st->rho + newest));
+        res->loss[it + 1] = f;
+    }
+    res->iters = it;
+    res->loss[0] = out[OUT_F];
+    return DS_OK;
+}
+
+static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, const lr_opts *o, lr_state *st,
+                  lr_result *res)
+{
+    const ds_backend *be = ctx->be;
+    DS_CHECK(be->mark(ctx, 0));
+    if (o->optimizer == LR_LBFGS)
+        DS_CHECK(lr_lbfgs(ctx, ops, w, s, o, st, res));
+    else
+        DS_CHECK(lr_first_order(ctx, ops, w, s, o, st, res));
+    DS_CHECK(be->mark(ctx, 1));
+    DS_CHECK(be->elapsed(ctx, 0, 1, &res->seconds));
+    if (o->optimizer != LR_LBFGS)
+        DS_CHECK(be->download(ctx, res->loss, st->hist, (size_t)(res->iters + 1) * sizeof(double)));
+    DS_CHECK(be->download(ctx, res->W, st->W, (size_t)st->dk * sizeof(double)));
+    // The final accuracy and objective at W (for L-BFGS the last accepted trial point).
+    DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, NULL));
+    double out[OUT_LEN];
+    DS_CHECK(be->download(ctx, out, st->out, sizeof out));
+    res->train_loss = out[OUT_F];
+    res->train_accuracy = out[OUT_ACC];
+    res->loss[res->iters] = out[OUT_F];
+    return DS_OK;
+}
+
+static void lr_work_init(lr_work *w, const lr_set *s, const lr_opts *o)
+{
+    *w = (lr_work){.rows_max = s->rows, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
+                   .l2 = o->l2, .inv_n = 1.0 / (double)s->rows_global};
+}
+
+int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *res)
+{
+    DS_ASSERT(o->classes >= 2 && o->classes <= LR_MAX_CLASSES && o->iters >= 0);
+    memset(res, 0, sizeof *res);
+    const lr_ops *ops = ctx->be->logreg;
+    lr_work w;
+    lr_work_init(&w, train, o);
+    lr_state st = {0};
+    const int64_t dk = train->cols * o->classes;
+    res->W = calloc((size_t)dk, sizeof(double));
+    res->loss = calloc((size_t)o->iters + 1, sizeof(double));
+    int rc = res->W && res->loss ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = ops->open(ctx, &w);
+    if (rc == DS_OK)
+        rc = lr_state_alloc(ctx, dk, o->iters, &st);
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = lr_abort(ctx, lr_run(ctx, ops, &w, train, o, &st, res));
+    if (st.mem)
+        ctx->be->free(ctx, st.mem);
+    ops->close(ctx, &w);
+    return rc;
+}
+
+int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double *W, double *accuracy, double *loss)
+{
+    const lr_ops *ops = ctx->be->logreg;
+    lr_work w;
+    lr_work_init(&w, s, o);
+    lr_state st = {0};
+    const int64_t dk = s->cols * o->classes;
+    int rc = ops->open(ctx, &w);
+    if (rc == DS_OK)
+        rc = lr_state_alloc(ctx, dk, 0, &st);
+    if (rc == DS_OK)
+        rc = ctx->be->upload(ctx, st.W, W, (size_t)dk * sizeof(double));
+    rc = ctx_agree(ctx, rc);
+    double out[OUT_LEN] = {0};
+    if (rc == DS_OK) {
+        rc = ops->pass(ctx, &w, s, st.W, 0, st.gbuf);
+        if (rc == DS_OK)
+            rc = ctx->be->allreduce_sum(ctx, st.gbuf, dk + 2);
+        if (rc == DS_OK)
+            rc = ops->finish(ctx, &w, st.gbuf, st.W, st.g, st.out, NULL);
+        if (rc == DS_OK)
+            rc = ctx->be->download(ctx, out, st.out, sizeof out);
+        rc = lr_abort(ctx, rc);
+    }
+    *accuracy = out[OUT_ACC];
+    *loss = out[OUT_F];
+    if (st.mem)
+        ctx->be->free(ctx, st.mem);
+    ops->close(ctx, &w);
+    return rc;
+}

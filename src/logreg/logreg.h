@@ -1,0 +1,88 @@
+// logreg.h: multi-class logistic regression (softmax, or one-vs-rest sigmoids) trained data-parallel:
+// each rank owns a contiguous row block; per iteration one GEMM for the logits, one fused pass over
+// the rows, one GEMM for the gradient and one allreduce of [gradient | loss | correct].
+// provides: lr_model, lr_optimizer, lr_set, lr_opts, lr_result, lr_work, lr_ops, lr_ops_cpu, lr_ops_cuda,
+//           logreg_set_alloc, logreg_set_free, logreg_train, logreg_evaluate, logreg_result_free
+#ifndef DS_LOGREG_H
+#define DS_LOGREG_H
+
+#include <stdint.h>
+
+#include "core/ctx.h"
+
+enum lr_model { LR_SOFTMAX, LR_OVR };
+enum lr_optimizer { LR_GD, LR_NESTEROV, LR_LBFGS };
+enum { LR_MAX_CLASSES = 64, LR_LBFGS_MEMORY = 10 };
+
+// A rank's rows of a labelled set in backend memory. X: rows × cols row-major (float when f32, else
+// double) whose last column is all ones (the bias); labels: rows int32 in 0 .. classes−1.
+typedef struct lr_set {
+    void *X;
+    int32_t *labels;
+    int64_t rows, cols, rows_global, row0;
+    int f32;
+} lr_set;
+
+typedef struct lr_opts {
+    int model, optimizer, iters, classes;
+    double lr, l2;
+} lr_opts;
+
+typedef struct lr_result {
+    double *W;        // cols × classes row-major (host): the last row is the bias
+    double *loss;     // [iters + 1]: the objective (mean loss + l2/2 ‖W without bias‖²) before each iteration and at the end
+    int iters;        // iterations done
+    double train_accuracy, train_loss, seconds;  // seconds: the training loop, device time
+    char stop_reason[96];
+} lr_result;
+
+// Scratch of one training run, owned by the ops (sized for the largest set it is used with).
+typedef struct lr_work {
+    int64_t rows_max, cols, classes;
+    int model, f32;
+    double l2, inv_n;  // inv_n: 1 / the global row count of the set being trained on
+    void *impl;
+} lr_work;
+
+// What a backend provides; all vectors are cols·classes doubles in backend memory unless said.
+typedef struct lr_ops {
+    int (*open)(ds_ctx *ctx, lr_work *w);
+    void (*close)(ds_ctx *ctx, lr_work *w);
+    // Local partial sums at W: gbuf[0 .. DK) = Xᵀ(P − Y) (only when grad), gbuf[DK] = Σ loss_i,
+    // gbuf[DK + 1] = rows whose largest logit is their label's (ties: the lowest class).
+    int (*pass)(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf);
+    // From the global gbuf: g = gbuf·inv_n + l2·W (bias row excluded), out[0] = gbuf[DK]·inv_n +
+    // l2/2·‖W‖² (bias excluded), out[1] = gbuf[DK + 1]·inv_n; hist (or NULL) = out[0].
+    int (*finish)(ds_ctx *ctx, lr_work *w, const double *gbuf, const double *W, double *g, double *out, double *hist);
+    // W −= lr·g.
+    int (*gd)(ds_ctx *ctx, lr_work *w, double *W, const double *g, double lr);
+    // Nesterov's accelerated gradient from the point y (where g was taken), x the previous iterate,
+    // t[0] the momentum parameter: x⁺ = y − lr·g; restart (t = 1) when (y − x⁺)·(x⁺ − x) > 0;
+    // t⁺ = (1 + √(1 + 4t²))/2; y = x⁺ + (t − 1)/t⁺·(x⁺ − x); x = x⁺.
+    int (*nesterov)(ds_ctx *ctx, lr_work *w, double *x, double *y, const double *g, double lr, double *t);
+    // The two-loop recursion: d = −H·g from the pairs (S_i, Y_i, rho_i), i = 0 .. count−1, the newest
+    // at index newest (a ring of LR_LBFGS_MEMORY; a pair with rho 0 is skipped); H₀ = (sᵀy/yᵀy)·I of
+    // the newest kept pair, else I/‖g‖. A d that is not a descent direction becomes −g. gtd[0] = gᵀd.
+    int (*lbfgs_dir)(ds_ctx *ctx, lr_work *w, const double *g, const double *S, const double *Y, const double *rho,
+                     int count, int newest, double *d, double *gtd);
+    // out = W + alpha·d.
+    int (*axpy)(ds_ctx *ctx, lr_work *w, double *out, const double *W, double alpha, const double *d);
+    // s = Wt − W, y = gt − g, rho = 1/yᵀs when yᵀs > 1e-10·yᵀy, else 0 (the pair is skipped); W = Wt, g = gt.
+    int (*lbfgs_accept)(ds_ctx *ctx, lr_work *w, double *W, double *g, const double *Wt, const double *gt, double *s,
+                        double *y, double *rho);
+} lr_ops;
+
+// Allocates a set of rows × cols (cols counts the bias column) in backend memory; free releases it.
+int logreg_set_alloc(ds_ctx *ctx, lr_set *s, int64_t rows, int64_t cols, int f32);
+void logreg_set_free(ds_ctx *ctx, lr_set *s);
+
+// Trains from W = 0 for o->iters iterations (L-BFGS stops early when no step decreases the
+// objective). Collective; every rank gets the same result.
+int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *res);
+
+// Accuracy and objective of res->W on a set (collective).
+int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double *W, double *accuracy, double *loss);
+
+void logreg_result_free(lr_result *res);
+
+#endif

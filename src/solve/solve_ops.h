@@ -1,0 +1,67 @@
+// solve_ops.h: the operations SolveBak needs from a backend (solve_cpu.c, solve_cuda.c define them;
+// ds_backend.solve reaches them). All pointers are backend memory. The Gram of [X y] is also the
+// network's output-layer product (ann.c).
+// provides: ds_step_args, ds_gram_args, solve_ops
+#ifndef DS_SOLVE_OPS_H
+#define DS_SOLVE_OPS_H
+
+#include <stdint.h>
+
+#include "core/ctx.h"
+
+// One block step of batched SolveBak, from the block's reduced gradient. All pointers are backend memory.
+//   da_j  = g_j / diag_j            (0 where diag_j == 0: a zero column is skipped)
+//   alpha = (da·g) / (daᵀ G_bb da)  with line_search and nb > 1, 0 when that denominator is 0;
+//           else alpha = 1 (for one column the exact line search is 1: the Gauss–Seidel step)
+//   coef  = alpha·da;  a += coef
+typedef struct ds_step_args {
+    const double *gbuf;  // [nb + 1]: the global X_bᵀe, then the global ‖e‖²
+    const double *diag;  // [nb]: the block's global column norms²
+    const double *gbb;   // [nb × ld]: the block's global Gram X_bᵀX_b, row-major
+    int nb, ld;
+    int line_search;
+    double *a;        // [nb]: the block's coefficients, updated
+    double *coef;     // [nb]: written, the step the next grad_update applies to e
+    double *ee_slot;  // [1] or NULL: receives gbuf[nb]
+} ds_step_args;
+
+// Sweeps of SolveBak on the Gram system (G = XᵀX, c = Xᵀy), which gives the residual form's iterates
+// in exact arithmetic. g = c − G·a is maintained. Per block b (columns b0 .. b0+nb−1, nb ≤ batch):
+//   da = g_b / diag_b (0 where diag is 0); num = da·g_b; den = daᵀ G_bb da;
+//   alpha = line_search && nb > 1 ? (den > 0 ? num/den : 0) : 1;
+//   a_b += alpha·da;  g −= alpha·G[:, b]·da;  ee −= 2·alpha·num − alpha²·den.
+// batch 1 is the sequential algorithm.
+typedef struct ds_gram_args {
+    const double *G;     // [n × n]: full symmetric, row-major
+    const double *diag;  // [n]: the diagonal of G
+    double *g;           // [n]: c − G·a, updated
+    double *a;           // [n]: updated
+    double *ee;          // [1]: ‖y − X·a‖², updated by the formula above
+    double *ee_hist;     // [sweeps] or NULL: ee after each sweep
+    int64_t n;
+    int batch, line_search, sweeps;
+} ds_gram_args;
+
+typedef struct solve_ops {
+    // out[b·batch² ...] = X_bᵀX_b for each column block b (columns b·batch .. min(n, (b+1)·batch) − 1),
+    // an nb × nb block stored row-major with leading dimension batch. Local rows only (a partial sum).
+    int (*block_grams)(ds_ctx *ctx, const ds_mat *X, int batch, double *out);
+
+    // The fused pass of the residual form, over the local rows:
+    //   e −= X[:, up_col0 .. up_col0+up_n−1] · coef            (skipped when up_n == 0)
+    //   gout[0 .. gr_n−1] = X[:, gr_col0 .. gr_col0+gr_n−1]ᵀ · e   (after the update)
+    //   gout[gr_n] = eᵀe                                           (after the update)
+    // gout is overwritten with these local partial sums. up_n and gr_n may be anything up to n.
+    int (*grad_update)(ds_ctx *ctx, const ds_mat *X, double *e, int64_t up_col0, int64_t up_n,
+                       const double *coef, int64_t gr_col0, int64_t gr_n, double *gout);
+
+    int (*block_step)(ds_ctx *ctx, const ds_step_args *args);
+
+    // out = [G (n × n, full, row-major) | c (n) | yy (1)] with G = XᵀX, c = Xᵀy, yy = yᵀy over the
+    // local rows (a partial sum); y is double.
+    int (*gram)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
+
+    int (*gram_sweeps)(ds_ctx *ctx, const ds_gram_args *args);
+} solve_ops;
+
+#endif

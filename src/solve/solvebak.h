@@ -1,0 +1,54 @@
+// solvebak.h: SolveBak (arXiv 2104.12570), least squares X·a ≈ y by coordinate descent, distributed by
+// row blocks. Two routes give the same iterates in exact arithmetic:
+//   residual: per column block b, g = X_bᵀe reduced over ranks in one allreduce (with ‖e‖² folded in),
+//             da = g / diag(X_bᵀX_b), an exact line search along q = X_b·da using the precomputed
+//             block Gram (no second reduction), then e −= alpha·X_b·da on each rank;
+//   gram:     G = XᵀX and c = Xᵀy in one pass over X and one allreduce, then the same sweeps on the
+//             n × n system, on the device, replicated on every rank.
+// provides: sb_opts, sb_result, solvebak_run, solvebak_result_free, SB_METHOD_*
+#ifndef DS_SOLVEBAK_H
+#define DS_SOLVEBAK_H
+
+#include <stdint.h>
+
+#include "core/ctx.h"
+#include "solve/solve_ops.h"
+
+enum { SB_METHOD_AUTO, SB_METHOD_RESIDUAL, SB_METHOD_GRAM };
+
+typedef struct sb_opts {
+    int batch;        // columns per block; 1 is the sequential algorithm
+    int iters;        // most sweeps
+    double tol;       // stop when the relative residual, or its change over a sweep, is ≤ tol (0: never)
+    int line_search;  // 0: the seed's raw block update (may diverge on correlated columns)
+    int method;       // SB_METHOD_*
+    int progress;     // 1: a line on stderr per sweep once a run passes a few seconds
+} sb_opts;
+
+typedef struct sb_result {
+    double *a;             // [n], host memory, every rank
+    const char *method;    // "residual" or "gram"
+    const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"
+    int sweeps;
+    int64_t zero_columns;
+    double *history;       // [sweeps + 1]: relative residual before the first and after each sweep
+    double rel_residual;   // ‖y − X·a‖ / ‖y‖, from a fresh pass over X
+    double normal_residual;  // ‖Xᵀ(y − X·a)‖ / (‖X‖_F·‖y‖)
+    double setup_seconds;  // block Grams (residual) or G = XᵀX (gram), with their allreduce
+    double sweep_seconds;
+    double solve_seconds;  // setup + sweeps
+    double check_seconds;  // the final residual pass
+    double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
+} sb_result;
+
+// X: the rank's row block in backend memory; y: its rows of y (backend memory, double).
+// n_rows_global is the sum of X->rows over ranks. Collective. DS_ERR_NUMERIC when the iteration
+// produced NaN or Inf (result still filled).
+int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global,
+                 const sb_opts *opts, sb_result *res);
+void solvebak_result_free(sb_result *res);
+
+// The route auto would take for this shape on this backend, with rows_per_rank the same on every rank.
+int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts);
+
+#endif
