@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/data.h"
+
 enum { MARK_ROUTE = 13, MARK_FIT = 14, MARK_DONE = 15 };  // backend marks of the trace
 
 typedef struct hidden_plan {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/data.h"
 #include "core/rng.h"
 
 #define ANN_STREAM ((uint64_t)0x414E4E0000000000ull)  // rng stream of neuron k's subset: ANN_STREAM + k

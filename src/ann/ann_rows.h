@@ -4,7 +4,8 @@
 #ifndef DS_ANN_ROWS_H
 #define DS_ANN_ROWS_H
 
-#include "ann/ann.h"
+#include "ann/ann_ops.h"
+#include "ann/ann_types.h"
 
 typedef struct ann_dev {  // the backend buffers of a training run
     const ds_mat *X;

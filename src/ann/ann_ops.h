@@ -1,0 +1,64 @@
+// ann_ops.h: the operations the network needs from a backend (ann_cpu.c, ann_cuda.c define them;
+// ds_backend.ann reaches them).
+// provides: ann_ops, ann_cpu_gram
+#ifndef DS_ANN_OPS_H
+#define DS_ANN_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ctx.h"
+
+// The operations the algorithm needs beyond ds_backend, for each backend. Pointers are backend memory
+// unless said otherwise; every call is queued on the backend's queue.
+typedef struct ann_ops {
+    // dst[i] = (X[idx[i], 0 .. n−1], 1, z[idx[i]]): rows of width n + 2 (idx: backend memory).
+    int (*gather_fit_rows)(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
+                           int64_t count, double *dst);
+    // A round's routing (ann_rows.c builds tab): e = k·S + j is row j of neuron k's sorted subset L. Its
+    // owner is the rank r with lo[r] ≤ j < lo[r+1], lo = tab + k·(p+1), and its place in the exchange
+    // layout [owner][neuron][row] is tab[nb·(p+1) + k·p + r] + j − lo[r]. tab[nb·(2p+1) + r] is
+    // owner r's first global row. tab: nb·(2p+1) + p + 1 entries, backend memory.
+    // req[place(e)] = L[e] − (first row of owner(e)): the owner-local row numbers, for e < nb·S.
+    int (*route_requests)(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
+                          int64_t *req);
+    // A[e] = recv[place(e)] for e < nb·S, rows of width doubles.
+    int (*route_place)(ds_ctx *ctx, const double *recv, int64_t width, int64_t nb, int64_t S, int p,
+                       const int64_t *tab, double *A);
+    // Doubles of backend scratch that fit takes for nb neurons.
+    int64_t (*fit_scratch)(int64_t nb, int64_t S, int64_t n);
+    // Hidden fits of nb neurons, global indices k0 .. k0+nb−1. A: nb blocks of S rows of width n + 2
+    // as gather_fit_rows makes them. The target is z (regression) or ±arctanh(ANN_TARGET) by
+    // z == (k mod classes). W: nb × (n+1). S ≥ n+1: normal equations; else the minimum-norm
+    // solution. A neuron whose system is singular or whose weights are not finite gets zero weights
+    // and a 1 in failed[i] (backend memory, nb ints). scratch: fit_scratch(nb, S, n) doubles.
+    int (*fit)(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
+               double *W, int *failed, double *scratch);
+    // H (rows × ld, row-major) = [tanh(X·W[:, :n]ᵀ + W[:, n]ᵀ) | 1 | T], T = y (outputs 1) or the
+    // one-hot of the labels y (outputs C); with y NULL only the first K + 1 columns are written.
+    int (*forward)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                   const double *y, int64_t outputs, double *H, int64_t ld);
+    // Optional (NULL: output_gram forms H in chunks by forward and sums be->gram's): acc[0 .. ld·ld),
+    // zero on entry, = HᵀH (full symmetric) for H = forward(X, rows, n, W, K, y, outputs) of width ld,
+    // without storing H. acc's other entries are left alone.
+    int (*forward_gram)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                        const double *y, int64_t outputs, int64_t ld, double *acc);
+    // P (rows × outputs) = H[:, :K+1] · V (V: (K+1) × outputs, row-major).
+    int (*output)(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
+                  int64_t outputs, double *P);
+    // dst[i] += src[i].
+    int (*add)(ds_ctx *ctx, double *dst, const double *src, int64_t count);
+    // S = [HᵀH HᵀT; …] (ld × ld, row-major, full symmetric, K1 = K + 1 ≤ ld, T in columns K1 ..
+    // K1 + outputs − 1). Solves (HᵀH + λI)·V = HᵀT into V (K1 × outputs, row-major) by Cholesky; when
+    // that fails, by a symmetric eigendecomposition that drops eigenvalues below a relative cutoff.
+    // S is overwritten. route receives "cholesky" or "eigen".
+    int (*solve)(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t outputs, double lambda, double *V,
+                 char *route, size_t route_len);
+} ann_ops;
+
+// The CPU's forward_gram with its thread count and tile (rows) given (the op chooses them from the
+// rank's cores and the Grams' memory); for the tests.
+int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
+                 int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc);
+
+#endif

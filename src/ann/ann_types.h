@@ -1,0 +1,36 @@
+// ann_types.h: the network's options and model, shared by the algorithm (ann.c), its hidden layer and
+// row exchange (ann_hidden.c, ann_rows.c) and the model file (ann_io.c).
+// provides: ann_opts, ann_model, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
+#ifndef DS_ANN_TYPES_H
+#define DS_ANN_TYPES_H
+
+#include <stdint.h>
+
+#define ANN_TARGET 0.98  // hidden targets live in [−0.98, 0.98] before arctanh
+
+typedef struct ann_opts {
+    int64_t neurons;       // K
+    int64_t subset;        // rows a neuron is fitted on; 0: rows / neurons (at least 1)
+    double ridge;          // λ of the output layer; < 0: auto (ANN_RIDGE_REL · trace(HᵀH) / (K+1))
+    uint64_t seed;         // draws the subsets
+    int classes;           // 0: regression on y; C > 0: y holds labels 0 .. C−1, C one-vs-rest outputs
+    int64_t budget_bytes;  // bound on the backend memory of one exchange round or one H chunk; 0: default
+} ann_opts;
+
+#define ANN_RIDGE_REL 1e-10
+#define ANN_EIGEN_CUT 1e-15  // eigenvalues below ANN_EIGEN_CUT · K1 · the largest are dropped
+
+typedef struct ann_model {
+    int64_t n, neurons, outputs;  // inputs, K, C (1 for regression)
+    int classes;                  // 0: regression
+    double *W;                    // [K × (n+1)], host: row k is (w_k, b_k)
+    double *V;                    // [(K+1) × outputs], host: row K is the output bias
+    double y_scale, y_shift;      // hidden targets: arctanh(y_scale·y + y_shift)
+    double ridge;                 // the λ the solve used
+    char route[48];               // how the output layer was solved
+    int64_t failed;               // neurons whose fit failed (zeroed)
+    int64_t subset;
+    uint64_t seed;
+} ann_model;
+
+#endif
