@@ -1,4 +1,4 @@
-// opts.c: the option-table parser and --help printer.
+// opts.c: the option-table parser and the --help printers (text, and Markdown for the docs).
 #include "cli/opts.h"
 
 #include <errno.h>
@@ -88,19 +88,75 @@ int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg
     return DS_OK;
 }
 
+// Set once by main (opts_help_set_markdown) before a command parses its options.
+static int help_markdown;
+
+void opts_help_set_markdown(int on)
+{
+    help_markdown = on;
+}
+
+// The option as --help shows it: "--name" for a flag, else "--name META" ("X" without a meta).
+static void opts_left(const ds_opt *o, char *buf, size_t len)
+{
+    if (o->type == OPT_FLAG)
+        snprintf(buf, len, "--%s", o->name);
+    else
+        snprintf(buf, len, "--%s %s", o->name, o->meta ? o->meta : "X");
+}
+
+// The default --help shows: none for a flag or an option without one.
+static const char *opts_default(const ds_opt *o)
+{
+    return o->def && o->type != OPT_FLAG ? o->def : NULL;
+}
+
 void opts_help(FILE *f, const char *usage, const char *about, const ds_opt *table)
 {
+    if (help_markdown) {
+        opts_help_markdown(f, table);
+        return;
+    }
     fprintf(f, "usage: %s\n%s\n\noptions:\n", usage, about);
     for (int i = 0; table[i].name; i++) {
         const ds_opt *o = &table[i];
         char left[64];
-        if (o->type == OPT_FLAG)
-            snprintf(left, sizeof left, "--%s", o->name);
-        else
-            snprintf(left, sizeof left, "--%s %s", o->name, o->meta ? o->meta : "X");
+        opts_left(o, left, sizeof left);
         fprintf(f, "  %-28s %s", left, o->help);
-        if (o->def && o->type != OPT_FLAG)
-            fprintf(f, " (default %s)", o->def);
+        if (opts_default(o))
+            fprintf(f, " (default %s)", opts_default(o));
+        fputc('\n', f);
+    }
+}
+
+// A Markdown table cell: text between quote marks ("`" for code, "" for prose), '|' escaped; empty
+// text gives an empty cell.
+static void md_cell(FILE *f, const char *text, const char *quote)
+{
+    if (!*text) {
+        fputs(" |", f);
+        return;
+    }
+    fprintf(f, " %s", quote);
+    for (const char *c = text; *c; c++) {
+        if (*c == '|')
+            fputc('\\', f);
+        fputc(*c, f);
+    }
+    fprintf(f, "%s |", quote);
+}
+
+void opts_help_markdown(FILE *f, const ds_opt *table)
+{
+    fprintf(f, "| option | default | description |\n| --- | --- | --- |\n");
+    for (int i = 0; table[i].name; i++) {
+        const ds_opt *o = &table[i];
+        char left[256];
+        opts_left(o, left, sizeof left);
+        fputc('|', f);
+        md_cell(f, left, "`");
+        md_cell(f, opts_default(o) ? opts_default(o) : "", "`");
+        md_cell(f, o->help, "");
         fputc('\n', f);
     }
 }

@@ -1,5 +1,6 @@
 // opts.h: one static option table per subcommand, from which both the parser and --help are made.
-// provides: ds_opt, ds_args, opts_parse, opts_help, opts_int, opts_double, opts_str, opts_flag, opts_given
+// provides: ds_opt, ds_args, opts_parse, opts_help, opts_help_markdown, opts_help_set_markdown, opts_int,
+//           opts_double, opts_str, opts_flag, opts_given
 #ifndef DS_OPTS_H
 #define DS_OPTS_H
 
@@ -33,8 +34,18 @@ typedef struct ds_args {
 // range or a choice not offered.
 int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg *msg);
 
-// Prints "usage" and then one line per option, with its default, to f.
+// Prints "usage" and then one line per option, with its default, to f; after
+// opts_help_set_markdown(1), opts_help_markdown's table instead.
 void opts_help(FILE *f, const char *usage, const char *about, const ds_opt *table);
+
+// Prints table's options to f as a Markdown table (option | default | description), one row per entry
+// in table order, from the fields opts_help prints; '|' in a cell is escaped. The docs' option tables
+// are this output (docs/options.sh).
+void opts_help_markdown(FILE *f, const ds_opt *table);
+
+// on = 1: every later opts_help prints the Markdown table (`dsolve COMMAND --help --markdown`). The
+// module's one process-wide setting: main sets it before the command runs, nothing changes it later.
+void opts_help_set_markdown(int on);
 
 int64_t opts_int(const ds_args *args, const char *name);
 double opts_double(const ds_args *args, const char *name);
