@@ -1,6 +1,11 @@
 # cli_lib.sh: what the command-line test scripts share (sourced, not run): a python3 with the modules
 # the script needs (cli_py_needs, default "numpy, h5py"; exit 77 without one), a scratch directory,
-# pass/fail counting, `expect` and `finish`. Needs: dsolve and mpiexec set by the caller.
+# pass/fail counting (ok, bad), one way to run dsolve (run), one check of a failing run (expect) and the
+# verdict (finish). Needs: dsolve and mpiexec set by the caller. Each script may set, for its runs:
+#   cli_cmd=(WORDS...)      put before the arguments of every run, e.g. (sort --backend cpu)
+#   cli_backend=NAME        --backend NAME appended to every run but `info`
+#   cli_mpi_args=(ARGS...)  more mpiexec arguments, e.g. (--bind-to none)
+#   cli_timeout=SECONDS     after which a run is killed and counts as hung (default 300)
 py=
 for p in python3 /usr/bin/python3; do
     if "$p" -c "import ${cli_py_needs:-numpy, h5py}" 2>/dev/null; then py=$p; break; fi
@@ -15,25 +20,40 @@ fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# expect CODE PATTERN NP ARGS...: exit status CODE, stderr matching PATTERN, and no out.h5 or out.h5.part.
+# run NP ARGS...: dsolve on NP ranks (with cli_cmd, cli_backend and cli_mpi_args), stdout in out.txt,
+# stderr in err.txt, the exit status in $rc (124: killed after cli_timeout seconds).
+run() {
+    local np=$1
+    shift
+    local be=()
+    if [ -n "${cli_backend:-}" ] && [ "${1:-}" != info ]; then be=(--backend "$cli_backend"); fi
+    timeout "${cli_timeout:-300}" "$mpiexec" -np "$np" ${cli_mpi_args[@]+"${cli_mpi_args[@]}"} "$dsolve" \
+        ${cli_cmd[@]+"${cli_cmd[@]}"} "$@" ${be[@]+"${be[@]}"} >out.txt 2>err.txt
+    rc=$?
+}
+
+# expect CODE PATTERN NP ARGS...: `run NP ARGS...` ends with exit status CODE, within cli_timeout, with
+# exactly one "dsolve:" line on stderr and that line matching PATTERN (grep), no check footer of a bench
+# table on stdout (nothing measured before the failure), and no out.h5 or out.h5.part left behind.
 expect() {
     local code=$1 pattern=$2 np=$3
     shift 3
+    local what="dsolve ${cli_cmd[*]+${cli_cmd[*]} }$* (np $np)"
     rm -f out.h5 out.h5.part
-    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" >stdout.txt 2>stderr.txt
-    local rc=$?
-    if [ "$rc" -eq 124 ]; then bad "dsolve $* (np $np): hung (killed after 300 s)"; return; fi
+    run "$np" "$@"
+    if [ "$rc" -eq 124 ]; then bad "$what: hung (killed after ${cli_timeout:-300} s)"; return; fi
     local msg
-    msg=$(grep '^dsolve:' stderr.txt | head -1)
-    if [ "$rc" -ne "$code" ]; then bad "dsolve $* (np $np): exit $rc, want $code; stderr: $(head -3 stderr.txt)"; return; fi
-    if ! grep -q -- "$pattern" <<<"$msg"; then bad "dsolve $* (np $np): message '$msg' lacks '$pattern'"; return; fi
-    if [ "$(grep -c '^dsolve:' stderr.txt)" -ne 1 ]; then bad "dsolve $* (np $np): want one error line, got: $(cat stderr.txt)"; return; fi
-    if [ -e out.h5 ] || [ -e out.h5.part ]; then bad "dsolve $* (np $np): left an output file"; return; fi
+    msg=$(grep '^dsolve:' err.txt | head -1)
+    if [ "$rc" -ne "$code" ]; then bad "$what: exit $rc, want $code; stderr: $(head -3 err.txt)"; return; fi
+    if ! grep -q -- "$pattern" <<<"$msg"; then bad "$what: message '$msg' lacks '$pattern'"; return; fi
+    if [ "$(grep -c '^dsolve:' err.txt)" -ne 1 ]; then bad "$what: want one error line, got: $(cat err.txt)"; return; fi
+    if grep -q '^#.*check' out.txt; then bad "$what: printed results before failing: $(head -3 out.txt)"; return; fi
+    if [ -e out.h5 ] || [ -e out.h5.part ]; then bad "$what: left an output file"; return; fi
     ok
 }
 
-# finish NAME: the verdict line and the exit status.
+# finish NAME: the verdict line; the exit status is 0 when nothing failed and something passed.
 finish() {
     echo "$1: $pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
+    [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
 }

@@ -12,31 +12,9 @@ mpiexec=${2:-mpirun}
 cli_py_needs="json, csv, xml.etree.ElementTree"
 source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 
-# run NP ARGS...: dsolve on NP ranks, stdout in out.txt, stderr in err.txt, the exit status in $rc.
 # bench runs the CPU side only (--backend cpu), so that the same checks hold on a GPU machine;
 # tests/test_bench_gpu.sh covers the GPU side.
-run() {
-    local np=$1
-    shift
-    local cpu=()
-    [ "$1" = bench ] && cpu=(--backend cpu)
-    timeout 300 "$mpiexec" -np "$np" "$dsolve" "$@" "${cpu[@]}" >out.txt 2>err.txt
-    rc=$?
-}
-
-# expect CODE PATTERN NP ARGS...: exit CODE and one "dsolve:" line on stderr matching PATTERN.
-expect() {
-    local code=$1 pattern=$2
-    shift 2
-    run "$@"
-    local msg
-    msg=$(grep '^dsolve:' err.txt | head -1)
-    if [ "$rc" -ne "$code" ]; then bad "dsolve ${*:2} (np $1): exit $rc, want $code; $(head -3 err.txt)"; return; fi
-    if ! grep -q -- "$pattern" <<<"$msg"; then bad "dsolve ${*:2} (np $1): message '$msg' lacks '$pattern'"; return; fi
-    if [ "$(grep -c '^dsolve:' err.txt)" -ne 1 ]; then bad "dsolve ${*:2}: want one error line, got: $(cat err.txt)"; return; fi
-    if grep -q '^#.*check' out.txt; then bad "dsolve ${*:2}: printed results before failing on bad input"; return; fi
-    ok
-}
+cli_backend=cpu
 
 small='matmul=16,40:120:x3;add=1e3:1e5:x10;solve=1500,3000;ann=300,2000;sort=1000,100000;logreg=60,600'
 fashion=${DSOLVE_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
@@ -244,5 +222,4 @@ for k in ("dsolve", "mpi", "hdf5", "openblas", "lapack", "cuda_runtime", "cublas
 assert "Open MPI" in v["mpi"] or "MPICH" in v["mpi"], v["mpi"]
 PY
 
-echo "test_bench_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish test_bench_cli

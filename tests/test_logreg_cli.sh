@@ -57,19 +57,7 @@ p = "corrupt/train-images-idx3-ubyte.gz"
 b = bytearray(open(p, "rb").read()); b[-8] ^= 0xFF; open(p, "wb").write(bytes(b))
 PY
 
-# expect CODE PATTERN NP ARGS...: exit status CODE and one "dsolve:" line on stderr matching PATTERN.
-expect() {
-    local code=$1 pattern=$2 np=$3
-    shift 3
-    timeout 300 "$mpiexec" -np "$np" "$dsolve" logreg "$@" >stdout.txt 2>stderr.txt
-    local rc=$?
-    local msg
-    msg=$(grep '^dsolve:' stderr.txt | head -1)
-    if [ "$rc" -ne "$code" ]; then bad "logreg $* (np $np): exit $rc, want $code; stderr: $(head -3 stderr.txt)"; return; fi
-    if ! grep -q -- "$pattern" <<<"$msg"; then bad "logreg $* (np $np): message '$msg' lacks '$pattern'"; return; fi
-    if [ "$(grep -c '^dsolve:' stderr.txt)" -ne 1 ]; then bad "logreg $* (np $np): want one error line, got: $(cat stderr.txt)"; return; fi
-    ok
-}
+cli_cmd=(logreg)
 
 for np in 1 2; do
     expect 3 "nodir: no such directory" $np --data nodir --backend cpu
@@ -109,5 +97,4 @@ grep -q "<svg" loss.svg && ok || bad "--plot wrote no SVG"
 "$mpiexec" -np 1 "$dsolve" logreg --data good --iters 3 --optimizer gd --backend cpu >summary.txt 2>&1 \
     && grep -q "train acc" summary.txt && ok || bad "summary: $(cat summary.txt)"
 
-echo "test_logreg_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+finish test_logreg_cli

@@ -9,22 +9,8 @@ dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
 source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 
-# expect CODE PATTERN NP ARGS...: exit status CODE, stderr matching PATTERN, and no out.h5 or out.h5.part.
-expect() {
-    local code=$1 pattern=$2 np=$3
-    shift 3
-    rm -f out.h5 out.h5.part
-    timeout 120 "$mpiexec" -np "$np" "$dsolve" sort --backend cpu "$@" >stdout.txt 2>stderr.txt
-    local rc=$?
-    if [ "$rc" -eq 124 ]; then bad "sort $* (np $np): hung"; return; fi
-    local msg
-    msg=$(grep '^dsolve:' stderr.txt | head -1)
-    if [ "$rc" -ne "$code" ]; then bad "sort $* (np $np): exit $rc, want $code; stderr: $(head -3 stderr.txt)"; return; fi
-    if ! grep -q -- "$pattern" <<<"$msg"; then bad "sort $* (np $np): message '$msg' lacks '$pattern'"; return; fi
-    if [ "$(grep -c '^dsolve:' stderr.txt)" -ne 1 ]; then bad "sort $* (np $np): want one error line: $(cat stderr.txt)"; return; fi
-    if [ -e out.h5 ] || [ -e out.h5.part ]; then bad "sort $* (np $np): left an output file"; return; fi
-    ok
-}
+cli_cmd=(sort --backend cpu)
+cli_timeout=120
 
 "$py" - <<'PY'
 import h5py, numpy as np
@@ -98,5 +84,4 @@ assert np.array_equal(a, b) and (np.diff(a) >= 0).all()
 PY
 then ok; else bad "--json keys or generated keys across rank counts: $(cat j2.json err.txt)"; fi
 
-echo "test_sort_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish test_sort_cli

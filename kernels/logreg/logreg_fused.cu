@@ -90,6 +90,9 @@ __device__ double row_softmax(const float *logit, int label, int model, float *r
 
 // Rows [b·rows_per, min(n, (b+1)·rows_per)) of CTA b. partG[b·D·K + j·K + k] = Σ_i X[i][j]·R[i][k]
 // (grad only); partials[2b], [2b+1] = Σ loss, Σ correct.
+// Long: one tile loop whose steps (load, logits, P − Y, X_tᵀ·R_t) share the tile in shared memory and
+// keep the CTA's gradient share in registers across all its tiles; a launch per step would read X again,
+// which is what the fused pass exists to avoid.
 template <int K>
 __global__ void __launch_bounds__(kThreads, 2) k_fused(const float *X, int64_t n, int D, const double *W,
                                                        const int32_t *labels, int model, int grad,

@@ -3,7 +3,7 @@
 // algorithm (sort.c) is backend-neutral; the per-backend steps are a sort_ops table (sort_cpu.c,
 // sort_cuda.c). Keys map to unsigned bit patterns (sort_keys.h) so one radix path serves all types;
 // where the backend's library sorts native keys in our order, the keys stay native (no mapping passes).
-// provides: sort_opts, sort_plan, sort_result, sort_ops, sort_plan_init, sort_plan_free,
+// provides: sort_opts, sort_plan, sort_result, sort_ops, sort_plan_init, sort_plan_free, sort_plan_grow,
 //           sort_run, sort_check, sort_dtype_size, sort_dtype_name, sort_dtype_parse, sort_gen_keys,
 //           sort_dist_parse, sort_threads, SORT_DIST_NAMES
 #ifndef DS_SORT_H
@@ -40,7 +40,7 @@ typedef struct sort_plan {
     int64_t small_bytes;
     int64_t samples;                    // per rank
     int threads;                        // CPU threads for the CPU backend
-    struct sort_host *h;                // host scratch of the splitter and exchange steps (sort.c)
+    struct sort_host *h;                // host scratch of the splitter and exchange steps (sort_host.h)
 } sort_plan;
 
 typedef struct sort_result {
@@ -89,6 +89,10 @@ typedef struct sort_ops {
 
 // p->tmp of at least bytes (backend memory), grown only when too small.
 int sort_tmp_reserve(ds_ctx *ctx, sort_plan *p, size_t bytes);
+
+// Grows the plan's key, position and value buffers to capacity cap, carrying over the first keep
+// elements of each; on failure the plan has no buffers (cap 0).
+int sort_plan_grow(ds_ctx *ctx, sort_plan *p, int64_t cap, int64_t keep);
 
 // Sets up a plan over this rank's input (backend memory) and allocates its buffers. Collective only in
 // that every rank must call it.
