@@ -4,11 +4,9 @@
 # 10 sweeps) on every local GPU, one rank each, or on the CPU when there is none.
 # Extra arguments go to dsolve solve, e.g. jobs/quickstart.sh --batch 1
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/jobs/install-deps.sh"
-[ -x "$root/build/dsolve" ] || "$root/jobs/build.sh" "$root/build" >/dev/null
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-np=$(( gpus > 0 ? gpus : 1 ))
-export NCCL_NVLS_ENABLE=0   # NVLink multicast stays off
-[ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-exec mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$root/build/dsolve" solve "$@"
+# shellcheck source=jobs/lib.sh
+. "$(dirname "$0")/lib.sh"
+"$DS_ROOT/jobs/install-deps.sh"
+[ -x "$DS_DSOLVE" ] || ds_build >/dev/null
+ds_mpirun_cmd $((DS_GPUS > 0 ? DS_GPUS : 1))
+exec "${DS_MPIRUN[@]}" "$DS_DSOLVE" solve "$@"

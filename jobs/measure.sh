@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# measure.sh OUTDIR PART...: builds dsolve and measures it on this machine, with the peers (the seed
+# notebook's NumPy/CuPy code, PyTorch) warmed up and run in the same job for the ratios. Run it from
+# anywhere; it works in the repository root. It writes four files into OUTDIR:
+#   results.jsonl  one JSON object per run (jobs/record.py): part, name, command (as run), np, date, host,
+#                  commit, dirty, gpus, gpu_model, cores, rc, ok, wall_seconds, error, and result (the
+#                  run's own --json object); a run not made has skipped (the reason) instead
+#   summary.md     the figures docs/performance.md keeps, each with its peer from this job and the ratio
+#                  (jobs/summarize.py; also printed at the end)
+#   log.txt        every command line, its messages, and its outcome
+#   raw.tar.gz     each run's stdout/stderr (PART.NAME.out/.err) and the bench plots
+# PARTs, in the order given (a GPU part on a machine without a GPU is skipped, not failed):
+#   build        jobs/build.sh into DSOLVE_BUILD (default build/; incremental)
+#   ctest        ctest -L gpu (the GPU tests; they skip without a GPU);  ctest-all  every test
+#   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32);
+#                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
+#   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
+#                the seed's CuPy code, warmed by a first run in the same process
+#   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
+#                runs and the key distributions; peers: cupy.sort and torch.sort of 10^9 int32
+#   logreg       Fashion-MNIST: default f32/f64, the seed's run, 100 gd iterations (fused and two GEMMs)
+#   bench        dsolve bench matmul and add (sweeps, the blog's shape; 32768 on 4 GPUs against 1);
+#                peers: the seed's CuPy matmul (N=2000) and add (10^8, 10^3)
+#   bench-cases  dsolve bench solve, ann, sort, logreg with --peer (the seed's code run by bench)
+#   bench-node   dsolve info and bench all on one rank and on one rank per GPU, strong and weak
+#   peers        every GPU peer of solve, ann, sort and bench, without dsolve
+#   scaling      solve (both routes), ann and sort, strong and weak, on 1, 2, 4 and 8 GPUs (those present)
+#   hdf5         gen writes 1 M x 1 000 (8 GB, in DSOLVE_SCRATCH or /tmp), solve --input reads it
+#   cpu          the CPU backend (solve batch 100 and 1, ann, sort 10^8, logreg on 2 ranks), each
+#                followed by the seed's NumPy code on the same cores
+#   all          build ctest solve ann sort logreg bench cpu, and scaling where there are 2 GPUs or more;
+#                meant to fit one 10-minute call on a bare one-GPU machine (not timed there yet: set
+#                DSOLVE_DEADLINE, and see how long each part took at the end of log.txt)
+# Environment: DSOLVE_BUILD, DSOLVE_PEERS, DSOLVE_PYTHON, DSOLVE_FASHION_DIR, DSOLVE_COMMIT (lib.sh);
+# DSOLVE_RUN_TIMEOUT (seconds a run may take, default 300); DSOLVE_DEADLINE (seconds from the start
+# after which no run starts and running ones are cut short: set it below the machine's limit so that
+# the outputs are complete); DSOLVE_HOST_MEMORY (bench's host memory, GB; set from the GPU count on our
+# machines, whose MemAvailable starts low); DSOLVE_RAW_DIR (keep the raw files there too).
+# Exit status: 0 when every run passed, 1 when one failed, 2 when the deadline left runs out, 64 on a
+# usage error. Example (a GPU machine, from the repository root):
+#   DSOLVE_DEADLINE=500 jobs/measure.sh "$OUT" all
+# The parts are called by name (part_$part), which shellcheck does not follow:
+# shellcheck disable=SC2317
+set -uo pipefail
+# shellcheck source=jobs/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+    sed -n '2,/^# The parts are called/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit "${1:-64}"
+}
+case ${1:-} in -h | --help) usage 0 ;; esac
+[ $# -ge 2 ] || usage
+out=$1
+shift
+parts=()
+for p in "$@"; do
+    if [ "$p" = all ]; then
+        parts+=(build ctest solve ann sort logreg bench cpu)
+        [ "$DS_GPUS" -lt 2 ] || parts+=(scaling)
+    else
+        parts+=("$p")
+    fi
+done
+for p in "${parts[@]}"; do
+    case $p in
+    build | ctest | ctest-all | solve | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
+        hdf5 | cpu) ;;
+    *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
+    esac
+done
+
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 64
+raw=${DSOLVE_RAW_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/dsolve-measure.XXXXXX")}
+ds_out "$out" "$raw" || exit 64
+results=$out/results.jsonl
+: >"$results"
+: >"$DS_LOG"
+cd "$DS_ROOT" || exit 64
+dsolve=${DS_DSOLVE#"$DS_ROOT"/}  # the command lines name build/dsolve as run from the root
+G=1000000000
+part=""
+failed=()
+cut=()
+declare -A py_has=()
+
+# ---------------------------------------------------------------------------------------------------
+# Runs and their records
+
+# record NAME RC: appends the run's record (its JSON lines; ctest's counts) to results.jsonl.
+record() {
+    python3 jobs/record.py "$results" --part "$part" --name "$1" --rc "$2" --wall "$DS_WALL" \
+        --command "$DS_CMD" --stdout "$DS_RAW/$part.$1.out" --stderr "$DS_RAW/$part.$1.err" \
+        || ds_log "FAILED: $part/$1: its record could not be written"
+}
+
+# skip NAME REASON: a run not made here (too few GPUs, no data, no peer), recorded as skipped.
+skip() {
+    ds_log "skipped: $part/$1: $2"
+    python3 jobs/record.py "$results" --part "$part" --name "$1" --skipped "$2"
+}
+
+# run NAME COMMAND...: one run (ds_run), recorded; a failure is remembered for the exit status.
+run() {
+    local name=$1 rc=0
+    shift
+    ds_run "$part.$name" "$@" || rc=$?
+    if [ "$DS_NOT_RUN" = 1 ]; then
+        cut+=("$part/$name")
+        python3 jobs/record.py "$results" --part "$part" --name "$name" \
+            --skipped "deadline (DSOLVE_DEADLINE=${DSOLVE_DEADLINE:-})"
+        return 0
+    fi
+    record "$name" "$rc"
+    [ "$rc" -eq 0 ] || failed+=("$part/$name")
+    return 0
+}
+
+# dsr NAME NP ARGS...: dsolve ARGS --json --quiet on NP ranks; skipped where a GPU part needs more GPUs.
+dsr() {
+    local name=$1 np=$2
+    shift 2
+    if [ "$gpu_part" = 1 ] && [ "$np" -gt "$DS_GPUS" ]; then
+        skip "$name" "needs $np GPUs, $DS_GPUS here"
+        return 0
+    fi
+    ds_mpirun_cmd "$np"
+    run "$name" "${DS_MPIRUN[@]}" "$dsolve" "$@" --json --quiet
+}
+
+# have_py MODULE: whether DS_PYTHON imports MODULE (asked once).
+have_py() {
+    if [ -z "${py_has[$1]+x}" ]; then
+        if "$DS_PYTHON" -c "import $1" >/dev/null 2>&1; then py_has[$1]=1; else py_has[$1]=0; fi
+    fi
+    [ "${py_has[$1]}" = 1 ]
+}
+
+# peer NAME RUNS MODULE SCRIPT ARGS...: a peer script (from DS_PEERS) run RUNS times in one Python
+# process by jobs/peer_warm.py, the last run reported; skipped without the script or MODULE (numpy,
+# cupy, torch), and without a GPU for cupy and torch.
+peer() {
+    local name=$1 runs=$2 module=$3 script=$4
+    shift 4
+    if [ -z "$DS_PEERS" ] || [ ! -f "$DS_PEERS/$script" ]; then
+        skip "$name" "no $script (DSOLVE_PEERS, ../shared/peers, .peer)"
+    elif [ "$module" != numpy ] && [ "$DS_GPUS" -eq 0 ]; then
+        skip "$name" "no GPU for $module"
+    elif ! have_py "$module"; then
+        skip "$name" "$DS_PYTHON has no $module"
+    else
+        run "$name" "$DS_PYTHON" jobs/peer_warm.py --runs "$runs" "$DS_PEERS/$script" "$@"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+# The peers of each workload (GPU), run in the same part as dsolve
+
+peers_solve() {
+    peer cupy_solvebak_b100 1 cupy seed_peers.py solvebak --xp cupy --batch 100
+    peer cupy_solvebak_b1 1 cupy seed_peers.py solvebak --xp cupy --batch 1
+    peer torch_lstsq 1 torch torch_peers.py lstsq
+}
+
+peers_ann() {
+    peer cupy_ann 2 cupy seed_peers.py ann --xp cupy --vars 10
+}
+
+peers_sort() {
+    peer cupy_sort_1e9 1 cupy seed_peers.py sort --xp cupy --n "$G" --dtype int32
+    peer torch_sort_1e9 1 torch torch_peers.py sort --n "$G" --dtype int32
+}
+
+peers_bench() {
+    peer cupy_matmul_2000 1 cupy seed_peers.py matmul --xp cupy --n 2000
+    peer cupy_add_1e8 1 cupy seed_peers.py add --xp cupy --n 100000000
+    peer cupy_add_1e3 1 cupy seed_peers.py add --xp cupy --n 1000
+}
+
+# ---------------------------------------------------------------------------------------------------
+# The parts
+
+part_build() {
+    local n=${#failed[@]}
+    built=1
+    DSOLVE_RUN_TIMEOUT=${DSOLVE_BUILD_TIMEOUT:-900} run build jobs/build.sh "$DS_BUILD"
+    if [ ${#failed[@]} -gt "$n" ] || [ ! -x "$DS_DSOLVE" ]; then build_failed=1; fi
+}
+
+part_info() {
+    dsr info $((DS_GPUS > 0 ? DS_GPUS : 1)) info
+}
+
+part_ctest() {
+    local label=(-L gpu)
+    [ "$part" = ctest ] || label=()
+    DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
+        run tests ctest --test-dir "$DS_BUILD" "${label[@]}" -j 4 --output-on-failure --timeout 300
+}
+
+part_solve() {
+    dsr seed_b100 1 solve --repeat 20
+    dsr seed_b100_residual 1 solve --method residual --repeat 20
+    dsr seed_b100_f32 1 solve --precision f32 --repeat 20
+    dsr seed_b1 1 solve --batch 1 --method gram --repeat 10
+    dsr seed_b1_residual 1 solve --batch 1 --method residual --repeat 3
+    peers_solve
+}
+
+part_ann() {
+    local -x DSOLVE_TRACE=${DSOLVE_TRACE:-1}  # each rank's hidden-layer phases, in the .err files
+    local k
+    dsr ann_seed 1 ann --repeat 10
+    if [ -n "$DS_FASHION" ]; then
+        for k in 1000 2000 4000; do
+            dsr ann_fashion_k"$k" 1 ann --idx "$DS_FASHION" --classes 10 --neurons "$k" --repeat 3
+        done
+        dsr ann_fashion_k4000_np4 4 ann --idx "$DS_FASHION" --classes 10 --neurons 4000 --repeat 3
+    else
+        skip ann_fashion "no Fashion-MNIST (DSOLVE_FASHION_DIR)"
+    fi
+    peers_ann
+}
+
+part_sort() {
+    local run_ t dtype dist d
+    for run_ in i32:int32:uniform i32:int32:reverse f32:float32:uniform; do
+        IFS=: read -r t dtype dist <<<"$run_"
+        dsr "sort1_${t}_$dist" 1 sort --gen "$G" --dtype "$dtype" --dist "$dist" --repeat 5 --verify
+        dsr "cub1_${t}_$dist" 1 sort --gen "$G" --dtype "$dtype" --dist "$dist" --repeat 5 --cub-only
+    done
+    if [ "$DS_GPUS" -ge 4 ]; then
+        dsr sort4_i32_uniform 4 sort --gen $((4 * G)) --dtype int32 --dist uniform --repeat 5 --verify
+        dsr sort4_i64_uniform 4 sort --gen $((4 * G)) --dtype int64 --dist uniform --repeat 3 --verify
+        dsr sort4_f64_uniform 4 sort --gen $((2 * G)) --dtype float64 --dist uniform --repeat 3 --verify
+        dsr sort4_f32_uniform 4 sort --gen $((4 * G)) --dtype float32 --dist uniform --repeat 3 --verify
+        for d in equal few-unique zipf; do
+            dsr "sort4_i32_$d" 4 sort --gen $((4 * G)) --dtype int32 --dist "$d" --repeat 3 --verify
+        done
+        dsr sort4_default 4 sort --repeat 3
+    fi
+    peers_sort
+}
+
+part_logreg() {
+    [ -n "$DS_FASHION" ] || { skip logreg "no Fashion-MNIST (DSOLVE_FASHION_DIR)"; return 0; }
+    local np lr=(logreg --backend cuda --data "$DS_FASHION")
+    dsr default_np1 1 "${lr[@]}" --repeat 5
+    dsr default_f64_np1 1 "${lr[@]}" --precision f64 --repeat 5
+    dsr seed_gd10_f64 1 "${lr[@]}" --model ovr --optimizer gd --lr 0.1 --iters 10 --precision f64 --repeat 20
+    dsr seed_gd10_f32 1 "${lr[@]}" --model ovr --optimizer gd --lr 0.1 --iters 10 --precision f32 --repeat 20
+    dsr gd100_f32 1 "${lr[@]}" --optimizer gd --lr 0.05 --iters 100 --repeat 10
+    DSOLVE_LOGREG_UNFUSED=1 dsr gd100_f32_gemm 1 "${lr[@]}" --optimizer gd --lr 0.05 --iters 100 --repeat 10
+    dsr gd100_f64 1 "${lr[@]}" --optimizer gd --lr 0.05 --iters 100 --precision f64 --repeat 10
+    for np in 2 4; do
+        [ "$np" -gt "$DS_GPUS" ] || dsr default_np"$np" "$np" "${lr[@]}" --repeat 5
+    done
+}
+
+# bench_memory: DSOLVE_HOST_MEMORY for bench's fit check, unless set: our GPU machines' RAM grows as it
+# is used (MemAvailable starts near 31 GiB): 128 GiB with 1 GPU, 256 with 2, 512 with 4, 560 with 8.
+bench_memory() {
+    [ -z "${DSOLVE_HOST_MEMORY:-}" ] || return 0
+    case $DS_GPUS in
+    1) export DSOLVE_HOST_MEMORY=120 ;; 2) export DSOLVE_HOST_MEMORY=250 ;;
+    4) export DSOLVE_HOST_MEMORY=500 ;; 8) export DSOLVE_HOST_MEMORY=530 ;;
+    esac
+}
+
+part_bench() {
+    bench_memory
+    dsr matmul_sweep 1 bench matmul --sizes 10,100,1000,2000,4096,8192,10000 --repeat 5 \
+        --plot "$DS_RAW/bench.matmul_sweep.svg"
+    dsr matmul_blog 1 bench matmul --m 2000 --n 40000 --k 2000 --repeat 5
+    dsr add_sweep 1 bench add --sizes 1e3:1e9:x10 --repeat 5 --plot "$DS_RAW/bench.add_sweep.svg"
+    if [ "$DS_GPUS" -ge 4 ]; then
+        dsr matmul_32k_np1 1 bench matmul --sizes 32768 --repeat 3
+        dsr matmul_32k_np4 4 bench matmul --sizes 32768 --repeat 3
+        dsr matmul_weak8k_np4 4 bench matmul --sizes 8192 --scaling weak --repeat 5
+        dsr add_1e9_np4 4 bench add --sizes 1e9 --repeat 5
+    fi
+    peers_bench
+}
+
+part_bench_cases() {
+    bench_memory
+    local -x DSOLVE_PYTHON=${DSOLVE_PYTHON:-$DS_PYTHON}  # bench's interpreter for --peer
+    local p=()
+    [ -z "$DS_PEERS" ] || p=(--peer "$DS_PEERS/seed_peers.py")
+    dsr solve_peer 1 bench solve --sizes 100000 --cols 1000 --iters 10 --batch 100 --repeat 3 "${p[@]}"
+    dsr ann_peer 1 bench ann --sizes 100000 --repeat 3 "${p[@]}"
+    # The CPU sorts 10^9 keys only where the 10^8 row predicts at most 3 s a call.
+    dsr sort_peer 1 bench sort --sizes 1e8,1e9 --repeat 3 --cpu-budget 3 "${p[@]}"
+    if [ -n "$DS_FASHION" ]; then
+        local -x DSOLVE_FASHION_DIR=$DS_FASHION
+        dsr logreg_sweep 1 bench logreg --sizes 60,600,6000,60000 --repeat 5
+        dsr logreg_sweep_f32 1 bench logreg --dtype f32 --sizes 60,600,6000,60000 --repeat 5
+    else
+        skip logreg_sweep "no Fashion-MNIST (DSOLVE_FASHION_DIR)"
+    fi
+}
+
+part_bench_node() {
+    bench_memory
+    local -x DSOLVE_PYTHON=${DSOLVE_PYTHON:-$DS_PYTHON}
+    local p=() np=$((DS_GPUS > 0 ? DS_GPUS : 1))
+    [ -z "$DS_PEERS" ] || p=(--peer "$DS_PEERS/seed_peers.py")
+    dsr bench_np1 1 bench all --plot "$DS_RAW/bench-node.bench_np1.svg" "${p[@]}"
+    if [ "$np" -gt 1 ]; then
+        dsr bench_np${np}_strong "$np" bench all --plot "$DS_RAW/bench-node.strong.svg"
+        dsr bench_np${np}_weak "$np" bench all --scaling weak --plot "$DS_RAW/bench-node.weak.svg"
+    fi
+}
+
+part_peers() {
+    peers_solve
+    peers_ann
+    peers_sort
+    peers_bench
+}
+
+part_scaling() {
+    local np
+    for np in 1 2 4 8; do
+        [ "$np" -le "$DS_GPUS" ] || continue
+        dsr solve_strong_np"$np" "$np" solve --rows 4000000 --cols 1000 --repeat 10
+        dsr solve_residual_strong_np"$np" "$np" solve --rows 4000000 --cols 1000 --method residual --repeat 5
+        if [ "$DS_GPU_MIB" -ge 100000 ]; then
+            dsr solve_weak_np"$np" "$np" solve --rows $((np * 10000000)) --cols 1000 --repeat 5
+        else
+            skip solve_weak_np"$np" "10 M x 1 000 f64 a GPU is 80 GB; this GPU has $DS_GPU_MIB MiB"
+        fi
+        dsr ann_strong_np"$np" "$np" ann --rows 40000000 --test-rows 1000000 --neurons 2000 --repeat 3
+        dsr ann_weak_np"$np" "$np" ann --rows $((np * 10000000)) --test-rows 1000000 --neurons 2000 --repeat 3
+        dsr sort_strong_np"$np" "$np" sort --gen $((4 * G)) --dtype int32 --dist uniform --repeat 5 --verify
+        dsr sort_weak_np"$np" "$np" sort --gen $((np * G)) --dtype int32 --dist uniform --repeat 5 --verify
+    done
+}
+
+part_hdf5() {
+    local np=$((DS_GPUS > 4 ? 4 : DS_GPUS > 0 ? DS_GPUS : 1)) dir
+    dir=$(mktemp -d "${DSOLVE_SCRATCH:-/tmp}/dsolve-h5.XXXXXX") || { failed+=("hdf5/scratch"); return 0; }
+    dsr file_gen "$np" gen --rows 1000000 --cols 1000 --seed 7 --output "$dir/problem.h5"
+    dsr file_solve_np"$np" "$np" solve --input "$dir/problem.h5" --output "$dir/a.h5"
+    rm -rf "$dir"
+}
+
+part_cpu() {
+    dsr solve_b100 1 solve --backend cpu --batch 100 --repeat 3
+    peer numpy_solvebak_b100 1 numpy seed_peers.py solvebak --xp numpy --batch 100
+    dsr solve_b1 1 solve --backend cpu --batch 1 --repeat 3
+    peer numpy_solvebak_b1 1 numpy seed_peers.py solvebak --xp numpy --batch 1
+    dsr ann_seed 1 ann --backend cpu --repeat 3
+    peer numpy_ann 2 numpy seed_peers.py ann --xp numpy --vars 10
+    dsr sort_i32_1e8 1 sort --backend cpu --gen 100000000 --dtype int32 --repeat 3 --verify
+    peer numpy_sort_1e8 1 numpy seed_peers.py sort --n 100000000 --dtype int32
+    if [ -n "$DS_FASHION" ]; then
+        dsr logreg_default_np2 2 logreg --backend cpu --data "$DS_FASHION"
+    else
+        skip logreg_default_np2 "no Fashion-MNIST (DSOLVE_FASHION_DIR)"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+# The job
+
+# in_part PART FUNCTION: FUNCTION run as part PART (its records and raw files named after it).
+in_part() {
+    local part=$1 gpu_part=0
+    "$2"
+}
+
+# finish: the summary and the raw archive, as they stand (after each part, and when stopped).
+finish() {
+    tar -czf "$out/raw.tar.gz" -C "$DS_RAW" . 2>/dev/null || ds_log "raw.tar.gz: not written"
+    python3 jobs/summarize.py "$out" >/dev/null || ds_log "summary.md: not written"
+}
+trap 'ds_log "stopped by a signal"; finish; exit 143' TERM INT
+
+ds_log "# measure.sh $(ds_quote "${parts[@]}"): $(date -u +%Y-%m-%dT%H:%M:%SZ), $DS_HOST, $DS_CORES cores," \
+    "$DS_GPUS GPU(s)${DS_GPU_MODEL:+ ($DS_GPU_MODEL, $DS_GPU_MIB MiB)}, commit $DS_COMMIT (dirty: $DS_DIRTY)," \
+    "peers: ${DS_PEERS:-none}, Fashion-MNIST: ${DS_FASHION:-none}, raw files: $DS_RAW"
+info_done=0 built=0 build_failed=0
+for part in "${parts[@]}"; do
+    t0=$SECONDS
+    ds_log "== $part"
+    gpu_part=0
+    case $part in solve | ann | sort | logreg | bench | bench-cases | peers | scaling) gpu_part=1 ;; esac
+    if [ "$gpu_part" = 1 ] && [ "$DS_GPUS" -eq 0 ]; then
+        skip "$part" "no GPU here"
+        continue
+    fi
+    case $part in build | peers) ;; *)
+        # A part that runs dsolve builds it first when no build was asked for; never a stale binary
+        # after a failed build.
+        [ "$built" = 1 ] || [ -x "$DS_DSOLVE" ] || in_part build part_build
+        if [ "$build_failed" = 1 ]; then
+            skip "$part" "no dsolve: the build failed"
+            continue
+        fi
+        if [ "$info_done" = 0 ] && [ "$part" != ctest ] && [ "$part" != ctest-all ]; then
+            info_done=1
+            in_part info part_info
+        fi
+        ;;
+    esac
+    case $part in
+    ctest-all) part_ctest ;;
+    bench-cases) part_bench_cases ;;
+    bench-node) part_bench_node ;;
+    *) "part_$part" ;;
+    esac
+    ds_log "$part: $((SECONDS - t0)) s"
+    finish
+done
+
+status=0
+if [ ${#failed[@]} -gt 0 ]; then
+    ds_log "FAILED runs: ${failed[*]}"
+    status=1
+elif [ ${#cut[@]} -gt 0 ]; then
+    ds_log "not run (deadline): ${cut[*]}"
+    status=2
+fi
+finish
+cat "$out/summary.md"
+ds_log "measure.sh: ${SECONDS} s, status $status; outputs in $out"
+[ -n "${DSOLVE_RAW_DIR:-}" ] || rm -rf "$DS_RAW"
+exit $status
