@@ -6,7 +6,7 @@
 // bench.c's table plus its declaration at the end of this file.
 // provides: bench_ops, bench_run, bench_row, bench_case, bench_fn,
 //           bench_time, bench_agree, bench_host_alloc, bench_fill, bench_parallel, bench_compare,
-//           bench_peer, bench_parse_sizes, bench_median, bench_rel_diff, bench_out_*
+//           bench_repeat_plan, bench_peer, bench_parse_sizes, bench_rel_diff, bench_out_*
 #ifndef DS_BENCH_H
 #define DS_BENCH_H
 
@@ -14,6 +14,8 @@
 #include <stdio.h>
 
 #include "core/ctx.h"
+#include "core/par.h"
+#include "core/repeat.h"
 #include "cli/opts.h"
 #include "core/sysinfo.h"
 
@@ -88,9 +90,13 @@ typedef struct bench_case {
 // One call of the timed operation on ctx's backend.
 typedef int (*bench_fn)(ds_ctx *ctx, void *arg);
 
-// warmup untimed calls, then repeat timed ones between marks 0 and 1 of ctx's backend (device
-// events on CUDA). Ranks agree after every call; a call's time is the longest over the ranks. The
-// median goes to *median. Collective.
+// The repeats of a case's timed operation (core/repeat.h): --warmup untimed calls (none when reps is
+// 0), reps timed ones, one time per call and the slowest rank's, the ranks agreeing after every call
+// by bench_agree.
+repeat_plan bench_repeat_plan(bench_run *b, int reps);
+
+// bench_repeat_plan(b, --repeat) with each call timed between marks 0 and 1 of ctx's backend (device
+// events on CUDA). The median goes to *median. Collective.
 int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median);
 
 // ctx_agree over the run: a failure on ctx (either backend) is agreed on by every rank, and its
@@ -109,10 +115,9 @@ int bench_host_alloc(bench_run *b, void **ptr, double bytes);
 // not depend on the rank count). Spread over the run's threads.
 void bench_fill(bench_run *b, void *x, int64_t n, int f32, uint64_t stream, int64_t offset);
 
-#define BENCH_MAX_THREADS 64
-// fn(arg, part, lo, hi) for parts 0 .. P−1 covering [0, n), P ≤ min(threads, BENCH_MAX_THREADS), each
-// part on a thread of its own (one part when n is small). Returns P.
-int bench_parallel(int threads, int64_t n, void (*fn)(void *arg, int part, int64_t lo, int64_t hi), void *arg);
+// par_for (core/par.h) with parts of at least 2^16 elements: fn(arg, part, lo, hi) for parts 0 .. P−1
+// covering [0, n), P ≤ min(threads, PAR_MAX_THREADS). Returns P.
+int bench_parallel(int threads, int64_t n, par_fn fn, void *arg);
 
 // max |got − want| / scale over n elements, and how many exceed tol · scale (NaN counts).
 void bench_compare(const void *got, const void *want, int64_t n, int f32, double scale, double tol, double *err,
@@ -121,9 +126,6 @@ void bench_compare(const void *got, const void *want, int64_t n, int f32, double
 // Rank 0 runs `python3 PEER ARGS` (when --peer was given) and reads "seconds" from its last JSON
 // line; NaN, with a note on stderr, when the peer could not run. Not collective.
 double bench_peer(bench_run *b, const char *args);
-
-// The median of v[0 .. n−1] (n ≥ 1); v is sorted in place.
-double bench_median(double *v, int n);
 
 // ‖x − y‖₂ / ‖y‖₂ over n elements (‖x − y‖₂ when y is 0); sums over the ranks of comm when comm is not
 // MPI_COMM_NULL (then collective).
@@ -153,11 +155,6 @@ void bench_out_json(const bench_run *b, const bench_result *res, int nres, FILE 
 double bench_crossover(const bench_row *rows, int n);
 // path, or path with "-CASE" before its extension when several cases share one --plot.
 int bench_out_svg(const bench_run *b, const bench_result *res, const char *path, int several, ds_msg *msg);
-
-// Pieces of a JSON object written straight to f (bench_out.c); *first tracks the comma.
-void bench_json_str(FILE *f, int *first, const char *key, const char *v);
-void bench_json_num(FILE *f, int *first, const char *key, double v);
-void bench_json_key(FILE *f, int *first, const char *key);
 
 // The cases.
 extern const bench_case bench_case_matmul, bench_case_add, bench_case_solve, bench_case_ann, bench_case_sort,

@@ -59,23 +59,30 @@ static void ann_out_free(ann_out *o)
     memset(o, 0, sizeof *o);
 }
 
+typedef struct ann_call {
+    const ds_data *d;
+    const ann_opts *o;
+    ann_model *m;
+} ann_call;
+
+// One training; t[0]: its total seconds.
+static int ann_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    ann_call *c = arg;
+    ann_times tm;
+    ann_model_free(c->m);
+    DS_CHECK(ann_train(ctx, c->d, c->o, c->m, &tm));
+    t[0] = tm.total;
+    return DS_OK;
+}
+
 // warmup + reps trainings (reps 0: one untimed); the median of the slowest rank's total training time.
 static int ann_timed(bench_run *b, ds_ctx *ctx, const ds_data *d, const ann_opts *o, int reps, double *median,
                      ann_model *m)
 {
-    double *t = calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    int rc = bench_agree(b, ctx, t ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    for (int i = reps > 0 ? -b->warmup : 0; rc == DS_OK && i < (reps > 0 ? reps : 1); i++) {
-        ann_times tm;
-        ann_model_free(m);
-        rc = bench_agree(b, ctx, ann_train(ctx, d, o, m, &tm));
-        if (rc == DS_OK && i >= 0 && reps > 0)
-            MPI_Allreduce(&tm.total, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    }
-    if (rc == DS_OK && reps > 0)
-        *median = bench_median(t, reps);
-    free(t);
-    return rc;
+    repeat_plan p = bench_repeat_plan(b, reps);
+    ann_call c = {d, o, m};
+    return repeat_timed(ctx, &p, ann_once, &c, NULL, median);
 }
 
 // The model's copies and its outputs on the test set.

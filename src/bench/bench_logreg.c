@@ -58,22 +58,29 @@ static int lrb_need(bench_run *b, int64_t size, double *host, double *dev, ds_ms
     return DS_OK;
 }
 
+typedef struct lrb_call {
+    const lr_set *s;
+    const lr_opts *o;
+    lr_result *res;
+} lrb_call;
+
+// One training; t[0]: its seconds.
+static int lrb_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    lrb_call *c = arg;
+    logreg_result_free(c->res);
+    DS_CHECK(logreg_train(ctx, c->s, c->o, c->res));
+    t[0] = c->res->seconds;
+    return DS_OK;
+}
+
 // warmup + reps trainings (reps 0: one untimed); the median of the slowest rank's training time.
 static int lrb_timed(bench_run *b, ds_ctx *ctx, const lr_set *s, const lr_opts *o, int reps, double *median,
                      lr_result *res)
 {
-    double *t = calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    int rc = bench_agree(b, ctx, t ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    for (int i = reps > 0 ? -b->warmup : 0; rc == DS_OK && i < (reps > 0 ? reps : 1); i++) {
-        logreg_result_free(res);
-        rc = bench_agree(b, ctx, logreg_train(ctx, s, o, res));
-        if (rc == DS_OK && i >= 0 && reps > 0)
-            MPI_Allreduce(&res->seconds, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    }
-    if (rc == DS_OK && reps > 0)
-        *median = bench_median(t, reps);
-    free(t);
-    return rc;
+    repeat_plan p = bench_repeat_plan(b, reps);
+    lrb_call c = {s, o, res};
+    return repeat_timed(ctx, &p, lrb_once, &c, NULL, median);
 }
 
 static int lrb_load(bench_run *b, ds_ctx *ctx, int64_t samples, lr_set *s)

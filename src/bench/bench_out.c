@@ -1,13 +1,15 @@
 // bench_out.c: `dsolve bench`'s output: the table (nccl-tests style: '#' headers with units, a
-// correctness column, an OK/FAILED footer), CSV, the --json object, the crossover and the SVG plot.
+// correctness column, an OK/FAILED footer), CSV, the --json object (core/json.h's writer), the crossover
+// and the SVG plot.
 // provides: bench_dtype, bench_out_header, bench_out_row, bench_out_footer, bench_out_csv, bench_out_json,
-//           bench_crossover, bench_out_svg, bench_json_key, bench_json_str, bench_json_num
+//           bench_crossover, bench_out_svg
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 #include "cli/plot.h"
+#include "core/json.h"
 
 double bench_crossover(const bench_row *rows, int n)
 {
@@ -152,42 +154,11 @@ void bench_out_csv(const bench_run *b, const bench_result *res, int nres, FILE *
     fflush(f);
 }
 
-void bench_json_key(FILE *f, int *first, const char *key)
+static void json_row(ds_json *j, const bench_row *r)
 {
-    fprintf(f, "%s\"%s\":", *first ? "" : ",", key);
-    *first = 0;
-}
-
-void bench_json_str(FILE *f, int *first, const char *key, const char *v)
-{
-    bench_json_key(f, first, key);
-    fputc('"', f);
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            fprintf(f, "\\%c", *v);
-        else if ((unsigned char)*v < 0x20)
-            fprintf(f, "\\u%04x", (unsigned char)*v);
-        else
-            fputc(*v, f);
-    }
-    fputc('"', f);
-}
-
-void bench_json_num(FILE *f, int *first, const char *key, double v)
-{
-    bench_json_key(f, first, key);
-    if (isfinite(v))
-        fprintf(f, "%.9g", v);
-    else
-        fputs("null", f);
-}
-
-static void json_row(FILE *f, const bench_row *r)
-{
-    int first = 1;
-    fputc('{', f);
-    bench_json_num(f, &first, "size", (double)r->size);
-    bench_json_str(f, &first, "shape", r->shape);
+    json_object(j, NULL);
+    json_num(j, "size", (double)r->size);
+    json_str(j, "shape", r->shape);
     const struct {
         const char *k;
         double v;
@@ -199,62 +170,53 @@ static void json_row(FILE *f, const bench_row *r)
                 {"rss_peak_bytes", r->rss_peak}, {"gpu_mem_peak_bytes", r->gpu_mem_peak},
                 {"cpu_use_pct", r->cpu_use}, {"gpu_use_pct", r->gpu_use}, {"wall_seconds", r->wall_s}};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-        bench_json_num(f, &first, nums[i].k, nums[i].v);
-    bench_json_str(f, &first, "check", r->check);
-    bench_json_key(f, &first, "ok");
-    fputs(r->wrong > 0 || !(r->err <= r->tol) ? "false" : "true", f);
-    fputc('}', f);
+        json_num(j, nums[i].k, nums[i].v);
+    json_str(j, "check", r->check);
+    json_bool(j, "ok", !(r->wrong > 0 || !(r->err <= r->tol)));
+    json_close(j);
 }
 
-static void json_case(const bench_run *b, FILE *f, const bench_result *res)
+static void json_case(const bench_run *b, ds_json *j, const bench_result *res)
 {
-    int first = 1;
-    fputc('{', f);
-    bench_json_str(f, &first, "case", res->c->name);
-    bench_json_str(f, &first, "unit", res->c->unit);
-    bench_json_str(f, &first, "size_label", res->c->size_label);
-    bench_json_str(f, &first, "dtype", bench_dtype(b, res->c));
-    bench_json_str(f, &first, "ref", res->c->ref_label);
-    bench_json_num(f, &first, "crossover", res->crossover);
-    bench_json_num(f, &first, "failed", res->failed);
-    bench_json_key(f, &first, "rows");
-    fputc('[', f);
-    for (int k = 0; k < res->nrows; k++) {
-        if (k)
-            fputc(',', f);
-        json_row(f, &res->rows[k]);
-    }
-    fputs("]}", f);
+    json_object(j, NULL);
+    json_str(j, "case", res->c->name);
+    json_str(j, "unit", res->c->unit);
+    json_str(j, "size_label", res->c->size_label);
+    json_str(j, "dtype", bench_dtype(b, res->c));
+    json_str(j, "ref", res->c->ref_label);
+    json_num(j, "crossover", res->crossover);
+    json_num(j, "failed", res->failed);
+    json_array(j, "rows");
+    for (int k = 0; k < res->nrows; k++)
+        json_row(j, &res->rows[k]);
+    json_close(j);
+    json_close(j);
 }
 
 void bench_out_json(const bench_run *b, const bench_result *res, int nres, FILE *f)
 {
-    int first = 1, failed = 0;
+    int failed = 0;
     for (int i = 0; i < nres; i++)
         failed += res[i].failed;
-    fputc('{', f);
-    bench_json_str(f, &first, "command", "bench");
-    bench_json_num(f, &first, "ranks", b->cpu.nranks);
-    bench_json_str(f, &first, "dtype", b->f32 ? "f32" : "f64");
-    bench_json_str(f, &first, "scaling", b->weak ? "weak" : "strong");
-    bench_json_num(f, &first, "repeat", b->repeat);
-    bench_json_num(f, &first, "warmup", b->warmup);
-    bench_json_num(f, &first, "include_transfer", b->include_transfer);
-    bench_json_num(f, &first, "threads_per_rank", b->threads);
-    bench_json_num(f, &first, "gpus", b->have_gpu ? b->cpu.nranks : 0);
-    bench_json_str(f, &first, "device_name", b->have_gpu ? b->gpu.device_name : "");
-    bench_json_str(f, &first, "gpu_note", b->gpu_note);
-    bench_json_key(f, &first, "ok");
-    fputs(failed ? "false" : "true", f);
-    bench_json_key(f, &first, "cases");
-    fputc('[', f);
-    for (int i = 0; i < nres; i++) {
-        if (i)
-            fputc(',', f);
-        json_case(b, f, &res[i]);
-    }
-    fputs("]}\n", f);
-    fflush(f);
+    ds_json j;
+    json_begin(&j);
+    json_str(&j, "command", "bench");
+    json_num(&j, "ranks", b->cpu.nranks);
+    json_str(&j, "dtype", b->f32 ? "f32" : "f64");
+    json_str(&j, "scaling", b->weak ? "weak" : "strong");
+    json_num(&j, "repeat", b->repeat);
+    json_num(&j, "warmup", b->warmup);
+    json_num(&j, "include_transfer", b->include_transfer);
+    json_num(&j, "threads_per_rank", b->threads);
+    json_num(&j, "gpus", b->have_gpu ? b->cpu.nranks : 0);
+    json_str(&j, "device_name", b->have_gpu ? b->gpu.device_name : "");
+    json_str(&j, "gpu_note", b->gpu_note);
+    json_bool(&j, "ok", !failed);
+    json_array(&j, "cases");
+    for (int i = 0; i < nres; i++)
+        json_case(b, &j, &res[i]);
+    json_close(&j);
+    json_end(&j, f);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -40,37 +40,41 @@ static int solve_need(bench_run *b, int64_t size, double *host, double *dev, ds_
     return DS_OK;
 }
 
-// warmup + repeat solves on ctx; the median of their solve_seconds (the slowest rank's) and the
-// coefficients of the last. times: scratch of repeat doubles.
-static int solve_timed(bench_run *b, ds_ctx *ctx, const ds_data *d, const sb_opts *o, int reps, double *times,
-                       double *median, double *a_out)
+typedef struct solve_call {
+    const ds_data *d;
+    const sb_opts *o;
+    sb_result *res;
+} solve_call;
+
+// One solve; t[0]: its solve_seconds (the slowest rank's already).
+static int solve_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    solve_call *c = arg;
+    solvebak_result_free(c->res);
+    DS_CHECK(solvebak_run(ctx, &c->d->X, c->d->y, c->d->rows_global, c->o, c->res));
+    t[0] = c->res->solve_seconds;
+    return DS_OK;
+}
+
+// warmup + reps solves on ctx (reps 0: one untimed); the median of their solve_seconds and the
+// coefficients of the last.
+static int solve_timed(bench_run *b, ds_ctx *ctx, const ds_data *d, const sb_opts *o, int reps, double *median,
+                       double *a_out)
 {
     sb_result res = {0};
-    int rc = DS_OK;
-    for (int i = reps > 0 ? -b->warmup : 0; rc == DS_OK && i < (reps > 0 ? reps : 1); i++) {
-        solvebak_result_free(&res);
-        rc = bench_agree(b, ctx, solvebak_run(ctx, &d->X, d->y, d->rows_global, o, &res));
-        if (rc == DS_OK && i >= 0 && reps > 0)
-            times[i] = res.solve_seconds;
-    }
-    if (rc == DS_OK) {
+    repeat_plan p = bench_repeat_plan(b, reps);
+    p.slowest = 0;
+    solve_call c = {d, o, &res};
+    int rc = repeat_timed(ctx, &p, solve_once, &c, NULL, median);
+    if (rc == DS_OK)
         memcpy(a_out, res.a, (size_t)d->X.cols * sizeof(double));
-        for (int i = 1; i < reps; i++)  // insertion sort: a handful of values
-            for (int k = i; k > 0 && times[k] < times[k - 1]; k--) {
-                double t = times[k];
-                times[k] = times[k - 1];
-                times[k - 1] = t;
-            }
-        if (reps > 0)
-            *median = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-    }
     solvebak_result_free(&res);
     return rc;
 }
 
 // Generates the problem on ctx's backend and solves it; reps 0: one untimed solve for the check.
-static int solve_on(bench_run *b, ds_ctx *ctx, const solve_shape *s, int method, int reps, double *times,
-                    double *median, double *a_out)
+static int solve_on(bench_run *b, ds_ctx *ctx, const solve_shape *s, int method, int reps, double *median,
+                    double *a_out)
 {
     gen_lsq p = {.rows = s->rows_global, .cols = s->cols, .seed = 0, .noise = 0, .corr = 0};
     sb_opts o = {.batch = s->batch, .iters = s->iters, .tol = 0, .line_search = 1, .method = method, .progress = 0};
@@ -78,7 +82,7 @@ static int solve_on(bench_run *b, ds_ctx *ctx, const solve_shape *s, int method,
     memset(&d, 0, sizeof d);
     int rc = data_gen_lsq(ctx, &p, b->f32, &d);
     if (rc == DS_OK)
-        rc = solve_timed(b, ctx, &d, &o, reps, times, median, a_out);
+        rc = solve_timed(b, ctx, &d, &o, reps, median, a_out);
     data_free(ctx, &d);
     return rc;
 }
@@ -101,18 +105,17 @@ static int solve_run(bench_run *b, int64_t size, bench_row *row)
     row->work = (double)s.rows_global * (double)s.cols * (b->f32 ? 4 : 8) * (1.0 + 2.0 * s.iters);
     row->tol = b->f32 ? 1e-5 : 1e-9;
     const int cpu_run = bench_cpu_wanted(b, row->work, 2e9 * b->threads * b->cpu.nranks);
-    double *times = calloc((size_t)b->repeat, sizeof(double));
     double *a_cpu = calloc((size_t)s.cols, sizeof(double)), *a_got = calloc((size_t)s.cols, sizeof(double));
-    int rc = bench_agree(b, &b->cpu, times && a_cpu && a_got ? DS_OK : ds_fail(&b->cpu.msg, DS_ERR_RUNTIME, "out of host memory"));
+    int rc = bench_agree(b, &b->cpu, a_cpu && a_got ? DS_OK : ds_fail(&b->cpu.msg, DS_ERR_RUNTIME, "out of host memory"));
     if (rc == DS_OK)
-        rc = solve_on(b, &b->cpu, &s, SB_METHOD_AUTO, cpu_run ? b->repeat : 0, times, &row->cpu_s, a_cpu);
+        rc = solve_on(b, &b->cpu, &s, SB_METHOD_AUTO, cpu_run ? b->repeat : 0, &row->cpu_s, a_cpu);
     if (rc == DS_OK && b->have_gpu)
-        rc = solve_on(b, &b->gpu, &s, SB_METHOD_AUTO, b->repeat, times, &row->gpu_s, a_got);
+        rc = solve_on(b, &b->gpu, &s, SB_METHOD_AUTO, b->repeat, &row->gpu_s, a_got);
     // Without a GPU: the other route on the CPU, which gives the same iterates in exact arithmetic.
     if (rc == DS_OK && !b->have_gpu) {
         int m = solvebak_pick_method(&b->cpu, s.rows_local, s.cols, b->f32,
                                      &(sb_opts){.batch = s.batch, .iters = s.iters, .line_search = 1});
-        rc = solve_on(b, &b->cpu, &s, m == SB_METHOD_GRAM ? SB_METHOD_RESIDUAL : SB_METHOD_GRAM, 0, times, NULL, a_got);
+        rc = solve_on(b, &b->cpu, &s, m == SB_METHOD_GRAM ? SB_METHOD_RESIDUAL : SB_METHOD_GRAM, 0, NULL, a_got);
     }
     if (rc == DS_OK) {
         if (b->corrupt)  // every rank holds the same coefficients: perturb them everywhere
@@ -127,7 +130,6 @@ static int solve_run(bench_run *b, int64_t size, bench_row *row)
                  b->have_gpu ? "cuda vs cpu" : "cpu gram vs residual route");
         solve_peer(b, &s, row);
     }
-    free(times);
     free(a_cpu);
     free(a_got);
     return rc;

@@ -36,20 +36,26 @@ static int sort_need(bench_run *b, int64_t size, double *host, double *dev, ds_m
     return DS_OK;
 }
 
+typedef struct sort_call {
+    sort_plan *p;
+    sort_result *r;
+} sort_call;
+
+// One sort; t[0]: its seconds.
+static int sort_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    sort_call *c = arg;
+    DS_CHECK(sort_run(ctx, c->p, c->r));
+    t[0] = c->r->seconds;
+    return DS_OK;
+}
+
 // warmup + reps sorts on ctx (reps 0: one untimed); the median of the slowest rank's `seconds`.
 static int sort_timed(bench_run *b, ds_ctx *ctx, sort_plan *p, int reps, double *median, sort_result *r)
 {
-    double *t = calloc((size_t)(reps > 0 ? reps : 1), sizeof(double));
-    int rc = bench_agree(b, ctx, t ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    for (int i = reps > 0 ? -b->warmup : 0; rc == DS_OK && i < (reps > 0 ? reps : 1); i++) {
-        rc = bench_agree(b, ctx, sort_run(ctx, p, r));
-        if (rc == DS_OK && i >= 0 && reps > 0)
-            MPI_Allreduce(&r->seconds, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    }
-    if (rc == DS_OK && reps > 0)
-        *median = bench_median(t, reps);
-    free(t);
-    return rc;
+    repeat_plan rp = bench_repeat_plan(b, reps);
+    sort_call c = {p, r};
+    return repeat_timed(ctx, &rp, sort_once, &c, NULL, median);
 }
 
 // What one backend's run leaves for the check: its sorted keys on the host and its verification.

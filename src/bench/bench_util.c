@@ -1,17 +1,15 @@
 // bench_util.c: the helpers of bench.h that every case uses (sizes, threads, inputs, checks, timing,
 // the peer).
 // provides: bench_parse_sizes, bench_parallel, bench_fill, bench_compare, bench_host_alloc, bench_agree,
-//           bench_time, bench_median, bench_rel_diff, bench_peer
+//           bench_repeat_plan, bench_time, bench_rel_diff, bench_peer
 #include <cblas.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
-#include "core/stats.h"
 #include "core/rng.h"
 
 // ---------------------------------------------------------------------------------------------------
@@ -101,43 +99,9 @@ int bench_parse_sizes(const char *text, int64_t *sizes, int *count, ds_msg *msg)
 // ---------------------------------------------------------------------------------------------------
 // Threads, inputs, checks
 
-typedef struct par_part {
-    void (*fn)(void *, int, int64_t, int64_t);
-    void *arg;
-    int part;
-    int64_t lo, hi;
-} par_part;
-
-static void *par_run(void *p)
+int bench_parallel(int threads, int64_t n, par_fn fn, void *arg)
 {
-    par_part *q = p;
-    q->fn(q->arg, q->part, q->lo, q->hi);
-    return NULL;
-}
-
-int bench_parallel(int threads, int64_t n, void (*fn)(void *arg, int part, int64_t lo, int64_t hi), void *arg)
-{
-    enum { MIN_PER_THREAD = 1 << 16 };
-    int parts = threads < BENCH_MAX_THREADS ? threads : BENCH_MAX_THREADS;
-    if (parts > n / MIN_PER_THREAD)
-        parts = (int)(n / MIN_PER_THREAD);
-    if (parts <= 1) {
-        fn(arg, 0, 0, n);
-        return 1;
-    }
-    pthread_t tid[BENCH_MAX_THREADS];
-    par_part part[BENCH_MAX_THREADS];
-    int started[BENCH_MAX_THREADS];
-    for (int t = 0; t < parts; t++) {
-        part[t] = (par_part){fn, arg, t, n * t / parts, n * (t + 1) / parts};
-        started[t] = pthread_create(&tid[t], NULL, par_run, &part[t]) == 0;
-        if (!started[t])
-            par_run(&part[t]);  // no thread to be had: do this part here
-    }
-    for (int t = 0; t < parts; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-    return parts;
+    return par_for(threads, n, 1 << 16, fn, arg);
 }
 
 typedef struct fill_arg {
@@ -169,8 +133,8 @@ typedef struct cmp_arg {
     const void *got, *want;
     int f32;
     double limit;  // tol · scale
-    double max[BENCH_MAX_THREADS];
-    int64_t wrong[BENCH_MAX_THREADS];
+    double max[PAR_MAX_THREADS];
+    int64_t wrong[PAR_MAX_THREADS];
 } cmp_arg;
 
 static void cmp_part(void *p, int part, int64_t lo, int64_t hi)
@@ -235,19 +199,6 @@ int bench_agree(bench_run *b, ds_ctx *ctx, int status)
     return rc;
 }
 
-static int time_once(ds_ctx *ctx, bench_fn fn, void *arg, double *seconds)
-{
-    DS_CHECK(ctx->be->mark(ctx, 0));
-    DS_CHECK(fn(ctx, arg));
-    DS_CHECK(ctx->be->mark(ctx, 1));
-    return ctx->be->elapsed(ctx, 0, 1, seconds);
-}
-
-double bench_median(double *v, int n)
-{
-    return ds_median(v, n);
-}
-
 double bench_rel_diff(const double *x, const double *y, int64_t n, MPI_Comm comm)
 {
     double s[2] = {0, 0};
@@ -261,20 +212,36 @@ double bench_rel_diff(const double *x, const double *y, int64_t n, MPI_Comm comm
     return isnan(s[0]) ? INFINITY : d;
 }
 
+static int agree_run(void *b, ds_ctx *ctx, int status)
+{
+    return bench_agree(b, ctx, status);
+}
+
+repeat_plan bench_repeat_plan(bench_run *b, int reps)
+{
+    return (repeat_plan){.warmup = b->warmup, .repeat = reps, .nt = 1, .slowest = 1, .agree = agree_run, .agree_arg = b};
+}
+
+typedef struct marked_call {
+    bench_fn fn;
+    void *arg;
+} marked_call;
+
+// One call of the operation between marks 0 and 1 of ctx's backend (device events on CUDA).
+static int marked_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    const marked_call *m = arg;
+    DS_CHECK(ctx->be->mark(ctx, 0));
+    DS_CHECK(m->fn(ctx, m->arg));
+    DS_CHECK(ctx->be->mark(ctx, 1));
+    return ctx->be->elapsed(ctx, 0, 1, t);
+}
+
 int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median)
 {
-    double *t = calloc((size_t)b->repeat, sizeof(double));
-    int rc = bench_agree(b, ctx, t ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    for (int i = -b->warmup; rc == DS_OK && i < b->repeat; i++) {
-        double s = 0;
-        rc = bench_agree(b, ctx, time_once(ctx, fn, arg, &s));
-        if (rc == DS_OK && i >= 0)
-            MPI_Allreduce(&s, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    }
-    if (rc == DS_OK)
-        *median = bench_median(t, b->repeat);
-    free(t);
-    return rc;
+    repeat_plan p = bench_repeat_plan(b, b->repeat);
+    marked_call m = {fn, arg};
+    return repeat_timed(ctx, &p, marked_once, &m, NULL, median);
 }
 
 // ---------------------------------------------------------------------------------------------------

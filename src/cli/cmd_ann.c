@@ -10,7 +10,7 @@
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/report.h"
-#include "core/stats.h"
+#include "core/repeat.h"
 
 static const ds_opt ann_table[] = {
     {"input", OPT_STRING, NULL, "F.h5", 0, 0, "training set: HDF5 with X (m × n) and y (m); without it, the built-in problem"},
@@ -116,26 +116,27 @@ static int ann_load(ds_ctx *ctx, ann_run *r)
     return DS_OK;
 }
 
+// One training; t: its total, fit, hidden and solve seconds.
+static int ann_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    ann_run *r = arg;
+    ann_model_free(&r->m);
+    DS_CHECK(ann_train(ctx, &r->train, &r->o, &r->m, &r->t));
+    t[0] = r->t.total, t[1] = r->t.fit, t[2] = r->t.hidden, t[3] = r->t.solve;
+    if (call < 0)
+        ctx_log(ctx, "warm-up training: %.3f s", r->t.total);
+    return DS_OK;
+}
+
 // One warm-up and R timed trainings when --repeat R > 1; the model of the last, median phase times.
 static int ann_timed(ds_ctx *ctx, ann_run *r)
 {
     const int reps = (int)opts_int(&r->args, "repeat");
-    double *v = calloc((size_t)reps * 4, sizeof(double));
-    int rc = ctx_agree(ctx, v ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    for (int i = reps > 1 ? -1 : 0; rc == DS_OK && i < reps; i++) {
-        ann_model_free(&r->m);
-        rc = ann_train(ctx, &r->train, &r->o, &r->m, &r->t);
-        if (rc == DS_OK && i >= 0)
-            v[i] = r->t.total, v[reps + i] = r->t.fit, v[2 * reps + i] = r->t.hidden, v[3 * reps + i] = r->t.solve;
-        if (rc == DS_OK && i < 0)
-            ctx_log(ctx, "warm-up training: %.3f s", r->t.total);
-    }
-    if (rc == DS_OK) {
-        r->t.total = ds_median(v, reps), r->t.fit = ds_median(v + reps, reps);
-        r->t.hidden = ds_median(v + 2 * reps, reps), r->t.solve = ds_median(v + 3 * reps, reps);
-    }
-    free(v);
-    return rc;
+    repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 4};
+    double m[4];
+    DS_CHECK(repeat_timed(ctx, &p, ann_once, r, NULL, m));
+    r->t.total = m[0], r->t.fit = m[1], r->t.hidden = m[2], r->t.solve = m[3];
+    return DS_OK;
 }
 
 static int ann_evaluate(ds_ctx *ctx, ann_run *r)
@@ -266,13 +267,6 @@ static int ann_body(ds_ctx *ctx, ann_run *r, const char *cmdline)
     return rc;
 }
 
-static void join_args(int argc, char **argv, char *buf, size_t len)
-{
-    size_t at = (size_t)snprintf(buf, len, "dsolve ann");
-    for (int i = 0; i < argc && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, " %s", argv[i]);
-}
-
 int cmd_ann(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
 {
     ann_run *r = calloc(1, sizeof *r);
@@ -294,7 +288,7 @@ int cmd_ann(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     rc = ctx_open(&ctx, comm, opts_str(&r->args, "backend"));
     ctx.quiet = opts_flag(&r->args, "quiet");
     char cmdline[2048];
-    join_args(argc, argv, cmdline, sizeof cmdline);
+    report_cmdline("ann", argc, argv, cmdline, sizeof cmdline);
     if (rc == DS_OK)
         rc = ann_body(&ctx, r, cmdline);
     *msg = ctx.msg;

@@ -4,13 +4,16 @@
 // provides: cmd_info
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "backend/backend.h"
 #include "cli/cmds.h"
-#include "h5io.h"
 #include "cli/opts.h"
+#include "cli/report.h"
+#include "core/sysinfo.h"
+#include "h5io.h"
 
 extern void ilaver_(int *major, int *minor, int *patch);  // LAPACK's version, from OpenBLAS
 
@@ -174,67 +177,55 @@ static void info_text(const info_rank *all, int n, const info_lib *l)
     }
 }
 
-static void info_json_rank(FILE *f, int i, const info_rank *r)
+static void info_json_rank(ds_json *j, int i, const info_rank *r)
 {
-    int first = 1;
-    fputc('{', f);
-    bench_json_num(f, &first, "rank", i);
-    bench_json_str(f, &first, "host", r->host);
-    bench_json_num(f, &first, "local_rank", r->local_rank);
-    bench_json_num(f, &first, "device", r->device);
-    bench_json_key(f, &first, "gpu");
+    json_object(j, NULL);
+    json_num(j, "rank", i);
+    json_str(j, "host", r->host);
+    json_num(j, "local_rank", r->local_rank);
+    json_num(j, "device", r->device);
     if (r->device >= 0) {
-        int g = 1;
         char cc[16];
         snprintf(cc, sizeof cc, "%d.%d", r->gpu.cc_major, r->gpu.cc_minor);
-        fputc('{', f);
-        bench_json_str(f, &g, "name", r->gpu.name);
-        bench_json_num(f, &g, "memory_total_bytes", r->gpu.total);
-        bench_json_num(f, &g, "memory_free_bytes", r->gpu.free_b);
-        bench_json_str(f, &g, "compute_capability", cc);
-        bench_json_str(f, &g, "pci_bus_id", r->gpu.bus);
-        bench_json_str(f, &g, "source", r->source);
-        fputc('}', f);
+        json_object(j, "gpu");
+        json_str(j, "name", r->gpu.name);
+        json_num(j, "memory_total_bytes", r->gpu.total);
+        json_num(j, "memory_free_bytes", r->gpu.free_b);
+        json_str(j, "compute_capability", cc);
+        json_str(j, "pci_bus_id", r->gpu.bus);
+        json_str(j, "source", r->source);
+        json_close(j);
     } else {
-        fputs("null", f);
+        json_null(j, "gpu");
     }
-    bench_json_str(f, &first, "gpu_note", r->device >= 0 ? "" : r->note);
-    fputc('}', f);
+    json_str(j, "gpu_note", r->device >= 0 ? "" : r->note);
+    json_close(j);
 }
 
 static void info_json(const info_rank *all, int n, const info_lib *l)
 {
-    FILE *f = stdout;
-    int first = 1;
-    fputc('{', f);
-    bench_json_str(f, &first, "command", "info");
-    bench_json_num(f, &first, "ranks", n);
-    bench_json_key(f, &first, "hosts");
-    fputc('[', f);
-    for (int i = 0, k = 0; i < n; i++) {
+    ds_json j;
+    json_begin(&j);
+    json_str(&j, "command", "info");
+    json_num(&j, "ranks", n);
+    json_array(&j, "hosts");
+    for (int i = 0; i < n; i++) {
         if (all[i].local_rank != 0)
             continue;
-        int h = 1;
-        fputs(k++ ? ",{" : "{", f);
-        bench_json_str(f, &h, "host", all[i].host);
-        bench_json_num(f, &h, "cores", all[i].cores);
-        bench_json_num(f, &h, "ram_total_bytes", all[i].ram_total);
-        bench_json_num(f, &h, "ram_available_bytes", all[i].ram_available);
-        bench_json_num(f, &h, "ranks", all[i].local_size);
-        fputc('}', f);
+        json_object(&j, NULL);
+        json_str(&j, "host", all[i].host);
+        json_num(&j, "cores", all[i].cores);
+        json_num(&j, "ram_total_bytes", all[i].ram_total);
+        json_num(&j, "ram_available_bytes", all[i].ram_available);
+        json_num(&j, "ranks", all[i].local_size);
+        json_close(&j);
     }
-    fputc(']', f);
-    bench_json_key(f, &first, "rank_info");
-    fputc('[', f);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            fputc(',', f);
-        info_json_rank(f, i, &all[i]);
-    }
-    fputc(']', f);
-    bench_json_key(f, &first, "versions");
-    int v = 1;
-    fputc('{', f);
+    json_close(&j);
+    json_array(&j, "rank_info");
+    for (int i = 0; i < n; i++)
+        info_json_rank(&j, i, &all[i]);
+    json_close(&j);
+    json_object(&j, "versions");
     const char *pairs[][2] = {{"dsolve", DSOLVE_VERSION},       {"mpi", l->mpi},
                               {"hdf5", l->hdf5},                {"openblas", l->openblas},
                               {"lapack", l->lapack},            {"nvidia_driver", l->driver},
@@ -242,9 +233,9 @@ static void info_json(const info_rank *all, int n, const info_lib *l)
                               {"cublas", l->cublas},            {"cusolver", l->cusolver},
                               {"nccl", l->nccl}};
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-        bench_json_str(f, &v, pairs[i][0], pairs[i][1]);
-    fputs("}}\n", f);
-    fflush(f);
+        json_str(&j, pairs[i][0], pairs[i][1]);
+    json_close(&j);
+    json_end(&j, stdout);
 }
 
 int cmd_info(MPI_Comm comm, int argc, char **argv, ds_msg *msg)

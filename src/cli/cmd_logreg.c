@@ -11,7 +11,7 @@
 #include "cli/opts.h"
 #include "cli/plot.h"
 #include "cli/report.h"
-#include "core/stats.h"
+#include "core/repeat.h"
 
 enum { MAX_SIZES = 16 };
 
@@ -112,6 +112,22 @@ static const char *optimizer_name(int o)
     return o == LR_GD ? "gd" : o == LR_NESTEROV ? "nesterov" : "lbfgs";
 }
 
+typedef struct logreg_call {
+    const lr_run *r;
+    const lr_set *train;
+    lr_row *row;
+} logreg_call;
+
+// One training; t[0]: its seconds.
+static int logreg_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    logreg_call *c = arg;
+    logreg_result_free(&c->row->res);
+    DS_CHECK(logreg_train(ctx, c->train, &c->r->o, &c->row->res));
+    t[0] = c->row->res.seconds;
+    return DS_OK;
+}
+
 // One size: load its rows, train, evaluate on the training rows and on the test set.
 static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t samples, lr_row *row, char *src,
                       size_t len)
@@ -123,16 +139,10 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
     row->samples = train.rows_global;
     row->features = train.cols - 1;
     const int reps = (int)opts_int(&r->args, "repeat");
-    double times[1000];
-    int rc = DS_OK;
-    for (int i = reps > 1 ? -1 : 0; rc == DS_OK && i < reps; i++) {
-        logreg_result_free(&row->res);
-        rc = logreg_train(ctx, &train, &r->o, &row->res);
-        if (i >= 0)
-            times[i] = row->res.seconds;
-    }
-    if (rc == DS_OK)
-        row->res.seconds = ds_median(times, reps);
+    double times[1000];  // --repeat's most
+    repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 1};
+    logreg_call call = {r, &train, row};
+    int rc = repeat_timed(ctx, &p, logreg_once, &call, times, &row->res.seconds);
     row->test_accuracy = row->test_loss = NAN;
     if (rc == DS_OK && test->rows_global > 0) {
         if (test->cols != train.cols)

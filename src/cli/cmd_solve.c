@@ -11,7 +11,7 @@
 #include "cli/plot.h"
 #include "cli/report.h"
 #include "solve/solvebak.h"
-#include "core/stats.h"
+#include "core/repeat.h"
 
 static const ds_opt solve_table[] = {
     {"input", OPT_STRING, NULL, "F.h5", 0, 0, "HDF5 file with X (m × n) and y (m); without it, the built-in problem"},
@@ -43,7 +43,7 @@ typedef struct solve_run {
     ds_args args;
     sb_opts so;
     int f32;
-    double t_start, *times, *setups, *sweeps;
+    double t_start, *times;  // see solve_timed
     double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
 } solve_run;
 
@@ -76,29 +76,34 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
     return data_gen_lsq(ctx, &p, r->f32, d);
 }
 
-// One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median time.
+typedef struct solve_call {
+    const solve_run *r;
+    const ds_data *d;
+    sb_result *res;
+} solve_call;
+
+// One solve; t: its solve, setup and sweep seconds.
+static int solve_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    solve_call *c = arg;
+    solvebak_result_free(c->res);
+    DS_CHECK(solvebak_run(ctx, &c->d->X, c->d->y, c->d->rows_global, &c->r->so, c->res));
+    t[0] = c->res->solve_seconds, t[1] = c->res->setup_seconds, t[2] = c->res->sweep_seconds;
+    return DS_OK;
+}
+
+// One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median times.
+// r->times: the R solve times, then the setup and sweep times.
 static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *res)
 {
     const int reps = (int)opts_int(&r->args, "repeat");
-    r->times = calloc((size_t)reps, sizeof(double));
-    r->setups = calloc((size_t)reps, sizeof(double));
-    r->sweeps = calloc((size_t)reps, sizeof(double));
-    int ok = r->times && r->setups && r->sweeps;
-    DS_CHECK(ctx_agree(ctx, ok ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
-    for (int i = reps > 1 ? -1 : 0; i < reps; i++) {
-        solvebak_result_free(res);
-        int rc = solvebak_run(ctx, &d->X, d->y, d->rows_global, &r->so, res);
-        if (rc != DS_OK)
-            return rc;
-        if (i >= 0) {
-            r->times[i] = res->solve_seconds;
-            r->setups[i] = res->setup_seconds;
-            r->sweeps[i] = res->sweep_seconds;
-        }
-    }
-    res->solve_seconds = ds_median(r->times, reps);
-    res->setup_seconds = ds_median(r->setups, reps);
-    res->sweep_seconds = ds_median(r->sweeps, reps);
+    r->times = calloc((size_t)reps * 3, sizeof(double));
+    DS_CHECK(ctx_agree(ctx, r->times ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
+    repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 3};
+    solve_call c = {r, d, res};
+    double median[3];
+    DS_CHECK(repeat_timed(ctx, &p, solve_once, &c, r->times, median));
+    res->solve_seconds = median[0], res->setup_seconds = median[1], res->sweep_seconds = median[2];
     return DS_OK;
 }
 
@@ -232,15 +237,6 @@ static double solve_coef_error(const ds_data *d, const sb_result *res)
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static void solve_cmdline(int argc, char **argv, char *buf, size_t len)
-{
-    snprintf(buf, len, "dsolve solve");
-    for (int i = 0; i < argc; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, " %s", argv[i]);
-    }
-}
-
 static int solve_output_writable(ds_ctx *ctx, const char *out)
 {
     if (!out || ctx->rank != 0)
@@ -285,7 +281,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     }
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {
         char cmdline[4096];
-        solve_cmdline(argc, argv, cmdline, sizeof cmdline);
+        report_cmdline("solve", argc, argv, cmdline, sizeof cmdline);
         r.coef_error = solve_coef_error(&d, &res);
         int wrc = rc == DS_OK ? ctx_agree(&ctx, solve_write(&ctx, &r, &d, &res, cmdline)) : DS_OK;
         if (wrc == DS_OK && res.a)
@@ -303,8 +299,6 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     *msg = ctx.msg;
     solvebak_result_free(&res);
     free(r.times);
-    free(r.setups);
-    free(r.sweeps);
     data_free(&ctx, &d);
     ctx_close(&ctx);
     return rc;

@@ -11,7 +11,7 @@
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/report.h"
-#include "core/stats.h"
+#include "core/repeat.h"
 #include "sort/sort.h"
 
 static const ds_opt sort_table[] = {
@@ -48,7 +48,7 @@ typedef struct sort_cmd {
     void *hkeys, *hvals;       // host copies of this rank's input
     void *dkeys, *dvals;       // the same in backend memory (the host copies on the CPU backend)
     const char *input, *dataset, *values;
-    double *times;             // [repeat]
+    double *times;             // [5 × repeat]: the slowest rank's whole-sort times, then each phase's
     sort_result res;
     double phase[4], seconds, total, imbalance;
     int verified;              // −1 not checked, 0 failed, 1 passed
@@ -116,13 +116,6 @@ static int sort_load(ds_ctx *ctx, sort_cmd *c)
     return DS_OK;
 }
 
-// The slowest rank's times of one run: [0] the whole sort, [1..4] the phases.
-static void slowest(ds_ctx *ctx, const sort_result *r, double t[5])
-{
-    double mine[5] = {r->seconds, r->phase[0], r->phase[1], r->phase[2], r->phase[3]};
-    MPI_Allreduce(mine, t, 5, MPI_DOUBLE, MPI_MAX, ctx->comm);
-}
-
 // The library's radix sort alone on this rank's keys (the reference of the benchmarks).
 static int cub_alone(ds_ctx *ctx, sort_plan *p, sort_result *r)
 {
@@ -141,25 +134,34 @@ static int cub_alone(ds_ctx *ctx, sort_plan *p, sort_result *r)
     return DS_OK;
 }
 
+typedef struct sort_call {
+    sort_cmd *c;
+    sort_plan *p;
+} sort_call;
+
+// One sort (or the library's radix sort alone); t: the whole sort's seconds, then the four phases'.
+static int sort_once(ds_ctx *ctx, void *arg, int call, double *t)
+{
+    sort_call *s = arg;
+    sort_result *r = &s->c->res;
+    DS_CHECK(opts_flag(&s->c->a, "cub-only") ? cub_alone(ctx, s->p, r) : sort_run(ctx, s->p, r));
+    t[0] = r->seconds, t[1] = r->phase[0], t[2] = r->phase[1], t[3] = r->phase[2], t[4] = r->phase[3];
+    return DS_OK;
+}
+
+// One warm-up and R timed sorts when --repeat R > 1; the median of the slowest rank's times.
 static int sort_timed(ds_ctx *ctx, sort_cmd *c, sort_plan *p)
 {
-    const int reps = (int)opts_int(&c->a, "repeat"), cub = opts_flag(&c->a, "cub-only");
-    double *ph[5];
+    const int reps = (int)opts_int(&c->a, "repeat");
     c->times = calloc((size_t)reps * 5, sizeof(double));
     DS_CHECK(ctx_agree(ctx, c->times ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
-    for (int k = 0; k < 5; k++)
-        ph[k] = c->times + k * reps;
-    for (int i = reps > 1 ? -1 : 0; i < reps; i++) {
-        int rc = cub ? cub_alone(ctx, p, &c->res) : sort_run(ctx, p, &c->res);
-        DS_CHECK(ctx_agree(ctx, rc));
-        double t[5];
-        slowest(ctx, &c->res, t);
-        for (int k = 0; i >= 0 && k < 5; k++)
-            ph[k][i] = t[k];
-    }
-    c->seconds = ds_median(ph[0], reps);
+    repeat_plan rp = {.warmup = reps > 1, .repeat = reps, .nt = 5, .slowest = 1, .agree = repeat_ctx_agree};
+    sort_call call = {c, p};
+    double m[5];
+    DS_CHECK(repeat_timed(ctx, &rp, sort_once, &call, c->times, m));
+    c->seconds = m[0];
     for (int k = 0; k < 4; k++)
-        c->phase[k] = ds_median(ph[k + 1], reps);
+        c->phase[k] = m[k + 1];
     int64_t most = 0;
     MPI_Allreduce(&c->res.n, &most, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
     c->imbalance = c->n_global > 0 ? (double)most / ((double)c->n_global / ctx->nranks) : 1.0;

@@ -2,8 +2,9 @@
 #include "core/gen.h"
 
 #include <math.h>
-#include <pthread.h>
+#include <stddef.h>
 
+#include "core/par.h"
 #include "core/rng.h"
 
 enum { STREAM_X = 1, STREAM_A = 2, STREAM_ROW = 3, STREAM_NOISE = 4 };
@@ -42,41 +43,22 @@ void gen_lsq_rows(const gen_lsq *p, const double *a_true, int64_t row0, int64_t 
 typedef struct gen_part {
     const gen_lsq *p;
     const double *a_true;
-    int64_t row0, nrows;
+    int64_t row0;
     int x_f32;
     void *X;
     double *y;
 } gen_part;
 
-static void *gen_part_run(void *arg)
+static void gen_part_run(void *arg, int part, int64_t lo, int64_t hi)
 {
-    gen_part *g = arg;
-    gen_lsq_rows(g->p, g->a_true, g->row0, g->nrows, g->x_f32, g->X, g->y);
-    return NULL;
+    const gen_part *g = arg;
+    const size_t row_bytes = (size_t)g->p->cols * (g->x_f32 ? 4 : 8);
+    gen_lsq_rows(g->p, g->a_true, g->row0 + lo, hi - lo, g->x_f32, (char *)g->X + (size_t)lo * row_bytes, g->y + lo);
 }
 
 void gen_lsq_rows_parallel(const gen_lsq *p, const double *a_true, int64_t row0, int64_t nrows, int x_f32,
                            void *X, double *y, int threads)
 {
-    enum { MAX_THREADS = 64 };
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
-    if (threads <= 1 || nrows < 4 * threads) {
-        gen_lsq_rows(p, a_true, row0, nrows, x_f32, X, y);
-        return;
-    }
-    pthread_t tid[MAX_THREADS];
-    gen_part part[MAX_THREADS];
-    const size_t row_bytes = (size_t)p->cols * (x_f32 ? 4 : 8);
-    int started = 0;
-    for (int t = 0; t < threads; t++) {
-        int64_t a = nrows * t / threads, b = nrows * (t + 1) / threads;
-        part[t] = (gen_part){p, a_true, row0 + a, b - a, x_f32, (char *)X + (size_t)a * row_bytes, y + a};
-        if (pthread_create(&tid[t], NULL, gen_part_run, &part[t]) != 0)
-            gen_part_run(&part[t]);  // no thread to be had: do this part here
-        else
-            tid[started++] = tid[t];
-    }
-    for (int t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    gen_part g = {p, a_true, row0, x_f32, X, y};
+    par_for(threads, nrows, 4, gen_part_run, &g);
 }
