@@ -50,7 +50,7 @@ static const ds_opt bench_table[] = {
 
 static const char bench_usage[] = "dsolve bench CASE [--sizes LIST] [--dtype f64|f32] [--repeat R] [options]";
 
-static void bench_help(void)
+static void bench_help(const ds_args *args)
 {
     char about[2048] = "Times the CPU (OpenBLAS on the rank's cores) and the GPU on the same inputs, checks the GPU's\n"
                        "result against the CPU's, and tabulates time, rate, speedup and resources per size.\nCASE:";
@@ -59,7 +59,7 @@ static void bench_help(void)
         snprintf(about + used, sizeof about - used, "\n  %-8s %s", bench_cases[i]->name, bench_cases[i]->about);
     }
     strncat(about, "\n  all      every case above", sizeof about - strlen(about) - 1);
-    opts_help(stdout, bench_usage, about, bench_table);
+    opts_help(stdout, args, bench_usage, about);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -402,7 +402,7 @@ int cmd_bench(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         int rank = 0;
         MPI_Comm_rank(comm, &rank);
         if (rank == 0)
-            bench_help();
+            bench_help(&b.args);
         return DS_OK;
     }
     DS_CHECK(bench_plan_make(&b, name, &plan, msg));

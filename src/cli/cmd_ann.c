@@ -276,7 +276,7 @@ int cmd_ann(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     MPI_Comm_rank(comm, &rank);
     if (rc == DS_OK && opts_flag(&r->args, "help")) {
         if (rank == 0)
-            opts_help(stdout, ann_usage, ann_about, ann_table);
+            opts_help(stdout, &r->args, ann_usage, ann_about);
         free(r);
         return DS_OK;
     }

@@ -118,7 +118,7 @@ int cmd_gen(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     MPI_Comm_rank(comm, &rank);
     if (opts_flag(&a, "help")) {
         if (rank == 0)
-            opts_help(stdout, gen_usage, gen_about, gen_table);
+            opts_help(stdout, &a, gen_usage, gen_about);
         return DS_OK;
     }
     if (!opts_given(&a, "rows") || !opts_given(&a, "cols") || !opts_given(&a, "output"))

@@ -247,8 +247,8 @@ int cmd_info(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     MPI_Comm_size(comm, &n);
     if (opts_flag(&args, "help")) {
         if (rank == 0)
-            opts_help(stdout, "dsolve info [--json]",
-                      "Ranks and hosts, each rank's GPU, each host's RAM and cores, and library versions.", info_table);
+            opts_help(stdout, &args, "dsolve info [--json]",
+                      "Ranks and hosts, each rank's GPU, each host's RAM and cores, and library versions.");
         return DS_OK;
     }
     info_rank mine;

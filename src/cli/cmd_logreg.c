@@ -271,7 +271,7 @@ int cmd_logreg(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         int rank;
         MPI_Comm_rank(comm, &rank);
         if (rank == 0)
-            opts_help(stdout, logreg_usage, logreg_about, logreg_table);
+            opts_help(stdout, &r.args, logreg_usage, logreg_about);
         return DS_OK;
     }
     ds_ctx ctx;

@@ -123,7 +123,7 @@ int cmd_predict(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     MPI_Comm_rank(comm, &rank);
     if (opts_flag(&r.args, "help")) {
         if (rank == 0)
-            opts_help(stdout, predict_usage, predict_about, predict_table);
+            opts_help(stdout, &r.args, predict_usage, predict_about);
         return DS_OK;
     }
     if (!opts_given(&r.args, "model") || !opts_given(&r.args, "input"))

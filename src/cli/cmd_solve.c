@@ -252,7 +252,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         int rank;
         MPI_Comm_rank(comm, &rank);
         if (rank == 0)
-            opts_help(stdout, solve_usage, solve_about, solve_table);
+            opts_help(stdout, &r.args, solve_usage, solve_about);
         return DS_OK;
     }
     ds_ctx ctx;

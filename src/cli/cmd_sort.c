@@ -340,7 +340,7 @@ int cmd_sort(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     MPI_Comm_rank(comm, &rank);
     if (opts_flag(&c.a, "help")) {
         if (rank == 0)
-            opts_help(stdout, sort_usage, sort_about, sort_table);
+            opts_help(stdout, &c.a, sort_usage, sort_about);
         return DS_OK;
     }
     DS_CHECK(sort_options(NULL, &c, msg));

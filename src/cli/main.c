@@ -33,26 +33,6 @@ static void usage(FILE *f)
     fprintf(f, "\nexit codes: 0 ok, 1 runtime failure, 2 usage, 3 bad input, 4 numerical failure\n");
 }
 
-// `dsolve COMMAND --help --markdown`: takes --markdown out of the command's arguments (argv[0 .. *argc−1])
-// and makes its --help print the Markdown table of its options (docs/options.sh). DS_ERR_USAGE for
-// --markdown without --help.
-static int take_markdown(int *argc, char **argv, ds_msg *msg)
-{
-    int help = 0, kept = 0;
-    for (int i = 0; i < *argc; i++)
-        help |= strcmp(argv[i], "--help") == 0;
-    for (int i = 0; i < *argc; i++)
-        if (strcmp(argv[i], "--markdown") != 0)
-            argv[kept++] = argv[i];
-    if (kept == *argc)
-        return DS_OK;
-    if (!help)
-        return ds_fail(msg, DS_ERR_USAGE, "--markdown goes with --help (dsolve COMMAND --help --markdown)");
-    *argc = kept;
-    opts_help_set_markdown(1);
-    return DS_OK;
-}
-
 static int dispatch(int argc, char **argv, int rank, ds_msg *msg)
 {
     if (argc < 2) {
@@ -74,7 +54,6 @@ static int dispatch(int argc, char **argv, int rank, ds_msg *msg)
     int nargs = argc - 2;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(name, commands[i].name) == 0) {
-            DS_CHECK(take_markdown(&nargs, argv + 2, msg));
             return commands[i].run(MPI_COMM_WORLD, nargs, argv + 2, msg);
         }
     return ds_fail(msg, DS_ERR_USAGE, "unknown command '%s' (see dsolve --help)", name);

@@ -66,6 +66,10 @@ int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg
             return ds_fail(msg, DS_ERR_USAGE, "unexpected argument '%s' (options start with --)", a);
         const char *name = a + 2, *eq = strchr(name, '=');
         int k = opts_find(table, name, eq ? (size_t)(eq - name) : strlen(name));
+        if (k < 0 && strcmp(a, "--markdown") == 0) {
+            args->markdown = 1;
+            continue;
+        }
         if (k < 0)
             return ds_fail(msg, DS_ERR_USAGE, "unknown option '%s' (see --help)", a);
         const ds_opt *o = &table[k];
@@ -85,15 +89,10 @@ int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg
         args->value[k] = v;
         args->given[k] = 1;
     }
+    const int help = opts_find(table, "help", 4);
+    if (args->markdown && (help < 0 || !args->given[help]))
+        return ds_fail(msg, DS_ERR_USAGE, "--markdown goes with --help (dsolve COMMAND --help --markdown)");
     return DS_OK;
-}
-
-// Set once by main (opts_help_set_markdown) before a command parses its options.
-static int help_markdown;
-
-void opts_help_set_markdown(int on)
-{
-    help_markdown = on;
 }
 
 // The option as --help shows it: "--name" for a flag, else "--name META" ("X" without a meta).
@@ -111,9 +110,10 @@ static const char *opts_default(const ds_opt *o)
     return o->def && o->type != OPT_FLAG ? o->def : NULL;
 }
 
-void opts_help(FILE *f, const char *usage, const char *about, const ds_opt *table)
+void opts_help(FILE *f, const ds_args *args, const char *usage, const char *about)
 {
-    if (help_markdown) {
+    const ds_opt *table = args->table;
+    if (args->markdown) {
         opts_help_markdown(f, table);
         return;
     }

@@ -1,5 +1,5 @@
 // opts.h: one static option table per subcommand, from which both the parser and --help are made.
-// provides: ds_opt, ds_args, opts_parse, opts_help, opts_help_markdown, opts_help_set_markdown, opts_int,
+// provides: ds_opt, ds_args, opts_parse, opts_help, opts_help_markdown, opts_int,
 //           opts_double, opts_str, opts_flag, opts_given
 #ifndef DS_OPTS_H
 #define DS_OPTS_H
@@ -27,25 +27,22 @@ typedef struct ds_args {
     int n;
     const char *value[DS_MAX_OPTS];  // the text given, or the default
     int given[DS_MAX_OPTS];
+    int markdown;  // --markdown was given (with --help): help prints the Markdown table
 } ds_args;
 
 // Parses argv[0 .. argc−1] ("--name value", "--name=value", flags alone) against table (ended by a
 // NULL name). DS_ERR_USAGE with a message for an unknown option, a missing value, a number out of
-// range or a choice not offered.
+// range or a choice not offered. `--markdown` (with --help only) sets args->markdown.
 int opts_parse(const ds_opt *table, int argc, char **argv, ds_args *args, ds_msg *msg);
 
-// Prints "usage" and then one line per option, with its default, to f; after
-// opts_help_set_markdown(1), opts_help_markdown's table instead.
-void opts_help(FILE *f, const char *usage, const char *about, const ds_opt *table);
+// Prints "usage" and then one line per option of args' table, with its default, to f; with
+// args->markdown, opts_help_markdown's table instead.
+void opts_help(FILE *f, const ds_args *args, const char *usage, const char *about);
 
 // Prints table's options to f as a Markdown table (option | default | description), one row per entry
 // in table order, from the fields opts_help prints; '|' in a cell is escaped. The docs' option tables
 // are this output (docs/options.sh).
 void opts_help_markdown(FILE *f, const ds_opt *table);
-
-// on = 1: every later opts_help prints the Markdown table (`dsolve COMMAND --help --markdown`). The
-// module's one process-wide setting: main sets it before the command runs, nothing changes it later.
-void opts_help_set_markdown(int on);
 
 int64_t opts_int(const ds_args *args, const char *name);
 double opts_double(const ds_args *args, const char *name);
