@@ -1,12 +1,12 @@
 // par.h: one parallel for over POSIX threads, for the host loops that split a range by parts (bench's
-// inputs and checks, the generator's rows).
+// inputs and checks, the generators' rows and keys, the CPU sort's passes).
 // provides: par_fn, par_for, PAR_MAX_THREADS
 #ifndef DS_PAR_H
 #define DS_PAR_H
 
 #include <stdint.h>
 
-#define PAR_MAX_THREADS 64
+#define PAR_MAX_THREADS 256
 
 // One part of the range: [lo, hi), part in 0 .. P−1.
 typedef void (*par_fn)(void *arg, int part, int64_t lo, int64_t hi);

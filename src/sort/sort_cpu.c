@@ -2,55 +2,20 @@
 // (8-bit digits, passes whose digit is the same for all keys skipped), a stable two-way merge, and
 // threaded maps, gathers and checks over host memory.
 // provides: sort_ops_cpu
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/par.h"
 #include "sort/sort.h"
 
-enum { MAX_THREADS = 256, RADIX = 256 };
+enum { MAX_THREADS = PAR_MAX_THREADS, RADIX = 256 };
 
-// ---------------------------------------------------------------------------------------------------
-// A parallel for: fn(arg, t, a, b) on threads slices [a, b) of [0, n).
-
-typedef void (*range_fn)(void *arg, int t, int64_t a, int64_t b);
-typedef struct pf_job {
-    range_fn fn;
-    void *arg;
-    int t;
-    int64_t a, b;
-} pf_job;
-
-static void *pf_run(void *p)
-{
-    pf_job *j = p;
-    j->fn(j->arg, j->t, j->a, j->b);
-    return NULL;
-}
-
+// The threads of a pass over n keys: one below 32 768 keys; part t of P covers [n·t/P, n·(t+1)/P).
 static int pfor_threads(int threads, int64_t n)
 {
     if (n < 32768)
         return 1;
     return threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
-}
-
-static void pfor(int threads, int64_t n, range_fn fn, void *arg)
-{
-    pf_job job[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    for (int t = 0; t < threads; t++) {
-        job[t] = (pf_job){fn, arg, t, n * t / threads, n * (t + 1) / threads};
-        if (t > 0)
-            started[t] = pthread_create(&tid[t], NULL, pf_run, &job[t]) == 0;
-        if (t > 0 && !started[t])
-            pf_run(&job[t]);
-    }
-    pf_run(&job[0]);
-    for (int t = 1; t < threads; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
 }
 
 static uint64_t key_at(const void *k, int w, int64_t i)
@@ -86,7 +51,7 @@ static void map_range(void *p, int t, int64_t a, int64_t b)
 static int cpu_map(ds_ctx *ctx, void *dst, const void *src, int64_t n, int dtype, int desc, int inverse)
 {
     map_arg m = {dst, src, dtype, desc, inverse};
-    pfor(pfor_threads(sort_threads(ctx), n), n, map_range, &m);
+    par_for(pfor_threads(sort_threads(ctx), n), n, 1, map_range, &m);
     return DS_OK;
 }
 
@@ -125,7 +90,7 @@ static void gather_range(void *p, int t, int64_t a, int64_t b)
 static int cpu_gather(ds_ctx *ctx, void *dst, const void *src, const int64_t *idx, int64_t base, int64_t n, int size)
 {
     gather_arg g = {dst, src, idx, base, size};
-    pfor(pfor_threads(sort_threads(ctx), n), n, gather_range, &g);
+    par_for(pfor_threads(sort_threads(ctx), n), n, 1, gather_range, &g);
     return DS_OK;
 }
 
@@ -211,10 +176,10 @@ static int cpu_radix(ds_ctx *ctx, sort_plan *p, int64_t n, int w, int native_dty
     for (int shift = 0; shift < 8 * w; shift += 8) {
         radix_arg r = {p->k[cur], p->k[1 - cur], pos ? p->g[pos[cur]] : NULL, pos ? p->g[pos[1 - cur]] : NULL,
                        w, shift, hist};
-        pfor(threads, n, hist_range, &r);
+        par_for(threads, n, 1, hist_range, &r);
         if (!radix_offsets(hist, threads, n))
             continue;
-        pfor(threads, n, scatter_range, &r);
+        par_for(threads, n, 1, scatter_range, &r);
         cur = 1 - cur;
     }
     free(hist);
@@ -329,7 +294,7 @@ static int cpu_check(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     *c = (check_arg){.keys = keys, .n = n, .dtype = dtype, .desc = desc};
     const int threads = pfor_threads(sort_threads(ctx), n);
-    pfor(threads, n, check_range, c);
+    par_for(threads, n, 1, check_range, c);
     out[0] = out[1] = 0;
     for (int t = 0; t < threads; t++) {
         out[0] += c->part[t][0];

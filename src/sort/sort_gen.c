@@ -2,9 +2,9 @@
 // (seed, i) (rng.h), so the keys do not depend on the rank count; generated on threads.
 // provides: sort_gen_keys
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
+#include "core/par.h"
 #include "core/rng.h"
 #include "sort/sort.h"
 
@@ -70,34 +70,16 @@ static void gen_one(const gen_job *j, int64_t i, void *dst)
     }
 }
 
-static void *gen_part(void *arg)
+static void gen_part(void *arg, int part, int64_t lo, int64_t hi)
 {
     const gen_job *j = arg;
     const int size = sort_dtype_size(j->dtype);
-    for (int64_t k = 0; k < j->n; k++)
+    for (int64_t k = lo; k < hi; k++)
         gen_one(j, j->i0 + k, (char *)j->out + k * size);
-    return NULL;
 }
 
 void sort_gen_keys(int dtype, int dist, uint64_t seed, int64_t n_global, int64_t i0, int64_t n, void *out, int threads)
 {
-    enum { MAX_THREADS = 256 };
-    threads = threads < 1 ? 1 : threads > MAX_THREADS ? MAX_THREADS : threads;
-    if (n < 65536)
-        threads = 1;
-    gen_job job[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    const int size = sort_dtype_size(dtype);
-    for (int t = 0; t < threads; t++) {
-        int64_t a = n * t / threads, b = n * (t + 1) / threads;
-        job[t] = (gen_job){dtype, dist, seed, n_global, i0 + a, b - a, (char *)out + a * size};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, gen_part, &job[t]) == 0;
-        if (t > 0 && !started[t])
-            gen_part(&job[t]);
-    }
-    gen_part(&job[0]);
-    for (int t = 1; t < threads; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
+    gen_job job = {dtype, dist, seed, n_global, i0, n, out};
+    par_for(n < 65536 ? 1 : threads, n, 1, gen_part, &job);
 }
