@@ -143,37 +143,32 @@ static void test_cpu(uint64_t seed)
     unsetenv("DSOLVE_TEST_A2A_CHUNK");
 }
 
-static void test_gpu(uint64_t seed)
+static void test_gpu(ds_ctx *ctx, uint64_t seed)
 {
-    ds_ctx ctx;
-    int rc = ctx_open(&ctx, MPI_COMM_WORLD, "cuda");
-    CHECK(rc == DS_OK, "cuda ctx: %s", ctx.msg.text);
-    if (rc == DS_OK) {
-        run_cases(&ctx, seed);
-        // ncclSend/Recv and the self copy with a size_t count beyond 2^31.
-        run_case(&ctx, seed, 0, ((int64_t)1 << 31) + 4099, "one pair of 2^31 + 4099 bytes per rank");
-    }
-    ctx_close(&ctx);
+    run_cases(ctx, seed);
+    // ncclSend/Recv and the self copy with a size_t count beyond 2^31.
+    run_case(ctx, seed, 0, ((int64_t)1 << 31) + 4099, "one pair of 2^31 + 4099 bytes per rank");
 }
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
-    if (gpu && !test_gpus_for_all()) {
-        if (rank == 0)
-            printf("test_alltoallv: skipped: not every rank has a GPU of its own\n");
+    const char *name = gpu ? "test_alltoallv gpu" : "test_alltoallv cpu";
+    ds_ctx ctx;
+    int rc = gpu ? test_open_pair(name, NULL, &ctx) : 0;
+    if (rc == 77) {
         MPI_Finalize();
         return 77;
     }
-    uint64_t seed = test_seed(gpu ? "test_alltoallv gpu" : "test_alltoallv cpu");
-    if (gpu)
-        test_gpu(seed);
-    else
+    uint64_t seed = test_seed(name);
+    if (gpu && rc == 0)
+        test_gpu(&ctx, seed);
+    else if (!gpu)
         test_cpu(seed);
-    int rc = test_finish(gpu ? "test_alltoallv gpu" : "test_alltoallv cpu");
+    if (gpu)
+        ctx_close(&ctx);
+    rc = test_finish(name);
     MPI_Finalize();
     return rc;
 }

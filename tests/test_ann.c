@@ -1,9 +1,10 @@
 // test_ann.c: the least-squares network. `test_ann cpu` (any rank count): the model does not depend on
 // the rank count or on the memory budget (rounds and chunks), is reproducible, fits the seed's
-// function, takes the minimum-norm route, classifies, falls back to the eigendecomposition, and
-// refuses bad targets; the subsets and the row routing. `test_ann gpu`: the CUDA backend against the
+// function, takes the minimum-norm route, classifies and refuses bad targets; the subsets, the row
+// routing and the CPU's Gram of H by threads and tiles. `test_ann gpu`: the CUDA backend against the
 // CPU one on fresh data, and the routing (exits 77 where the ranks have no GPU of their own; the seed
-// is printed and DSOLVE_TEST_SEED replays it).
+// is printed and DSOLVE_TEST_SEED replays it). The ops one by one (the output solve's eigen route among
+// them) are test_backend_ops's.
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,25 +142,6 @@ static void test_accuracy(ds_ctx *ctx)
     CHECK(v.train.accuracy > 0.9 && v.test.accuracy > 0.85, "3 classes: train accuracy %.4f, test %.4f",
           v.train.accuracy, v.test.accuracy);
     trained_free(&v);
-}
-
-// A singular S (a zero pivot) must take the eigendecomposition, which gives the pseudo-inverse solution.
-static void test_eigen_route(ds_ctx *ctx, const ann_ops *ops)
-{
-    const int64_t K1 = 3, ld = 4;
-    const double S_host[16] = {4, 0, 0, 8, 0, 0, 0, 5, 0, 0, 1, 2, 8, 5, 2, 0};  // G = diag(4, 0, 1), b = (8, 5, 2)
-    void *S = NULL, *V = NULL;
-    double v[3];
-    char route[48] = "";
-    CHECK(ctx->be->alloc(ctx, &S, sizeof S_host) == DS_OK && ctx->be->alloc(ctx, &V, sizeof v) == DS_OK, "alloc");
-    CHECK(ctx->be->upload(ctx, S, S_host, sizeof S_host) == DS_OK, "upload");
-    int rc = ops->solve(ctx, S, ld, K1, 1, 0.0, V, route, sizeof route);
-    CHECK(rc == DS_OK, "solve: %s", ctx->msg.text);
-    CHECK(ctx->be->download(ctx, v, V, sizeof v) == DS_OK, "download");
-    CHECK(strcmp(route, "eigen") == 0, "%s: route %s, expected eigen", ctx->be->name, route);
-    CHECK(fabs(v[0] - 2) < 1e-12 && fabs(v[1]) < 1e-12 && fabs(v[2] - 2) < 1e-12, "%s: v = (%g, %g, %g), expected (2, 0, 2)",
-          ctx->be->name, v[0], v[1], v[2]);
-    ctx->be->free(ctx, S), ctx->be->free(ctx, V);
 }
 
 static void test_bad_targets(ds_ctx *ctx)
@@ -348,20 +330,13 @@ static void test_gpu_against_cpu(ds_ctx *cpu, ds_ctx *gpu, uint64_t seed)
 
 static int run_gpu(void)
 {
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (!test_gpus_for_all()) {
-        if (rank == 0)
-            printf("test_ann gpu: skipped: not every rank has a GPU of its own\n");
-        return 77;
-    }
-    uint64_t seed = test_seed("test_ann gpu");
     ds_ctx cpu, gpu;
-    CHECK(ctx_open(&cpu, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", cpu.msg.text);
-    CHECK(ctx_open(&gpu, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", gpu.msg.text);
-    if (test_failures_ == 0) {
+    int rc = test_open_pair("test_ann gpu", &cpu, &gpu);
+    if (rc == 77)
+        return 77;
+    uint64_t seed = test_seed("test_ann gpu");
+    if (rc == 0) {
         test_gpu_against_cpu(&cpu, &gpu, seed);
-        test_eigen_route(&gpu, gpu.be->ann);
         test_routing(&gpu, gpu.be->ann);
     }
     ctx_close(&gpu);
@@ -372,13 +347,12 @@ static int run_gpu(void)
 static int run_cpu(void)
 {
     ds_ctx world, self;
-    CHECK(ctx_open(&world, MPI_COMM_WORLD, "cpu") == DS_OK, "world ctx: %s", world.msg.text);
+    test_open_pair("test_ann cpu", &world, NULL);
     CHECK(ctx_open(&self, MPI_COMM_SELF, "cpu") == DS_OK, "self ctx: %s", self.msg.text);
     self.quiet = 1;
     if (test_failures_ == 0) {
         test_rank_independence(&world, &self);
         test_accuracy(&world);
-        test_eigen_route(&world, world.be->ann);
         test_bad_targets(&world);
         test_subsets(&world);
         test_routing(&world, world.be->ann);

@@ -1,10 +1,7 @@
-// test_h5io.c: io/h5io against files it writes itself under a fresh /tmp directory: round trips of
-// least-squares files (float32 and float64, whole and partial reads), vectors and attributes, and
+// test_h5io.c: io/h5io against files it writes itself in a fresh directory (test_tmp_open): round trips
+// of least-squares files (float32 and float64, whole and partial reads), vectors and attributes, and
 // every kind of bad input, each of which must fail with DS_ERR_INPUT and a message naming the file
 // and the dataset. Runs on rank 0; other ranks only take part in the verdict.
-#define _XOPEN_SOURCE 700
-
-#include <ftw.h>
 #include <hdf5.h>  // provides: the raw HDF5 API, to build bad files and to read attributes back
 #include <math.h>
 #include <stdlib.h>
@@ -14,17 +11,6 @@
 
 #include "h5io.h"
 #include "harness.h"
-
-static char dir_[64];
-
-static const char *tpath(const char *name)
-{
-    static char buf[8][256];
-    static int k = 0;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir_, name);
-    return buf[k];
-}
 
 // Whether text holds want (a NULL want is held by every text).
 static int holds(const char *text, const char *want)
@@ -58,7 +44,7 @@ static void put(hid_t file, const char *name, hid_t ftype, int rank, const hsize
 // A file with X (rows × cols) and y (yrows), float64, filled from xval and −i.
 static const char *make_lsq(const char *name, int64_t rows, int64_t cols, int64_t yrows)
 {
-    const char *p = tpath(name);
+    const char *p = test_tmp_path(name);
     double *X = malloc(sizeof(double) * (size_t)(rows * cols + 1));
     double *y = malloc(sizeof(double) * (size_t)(yrows + 1));
     for (int64_t i = 0; i < rows; i++)
@@ -113,7 +99,7 @@ static void check_read(const char *p, const char *xn, const char *yn, int64_t ro
 static void test_round_trip(int f32, const char *xn, const char *yn)
 {
     const int64_t rows = 10, cols = 3, split = 6;
-    const char *p = tpath(f32 ? "rt32.h5" : "rt64.h5");
+    const char *p = test_tmp_path(f32 ? "rt32.h5" : "rt64.h5");
     ds_msg m = {{0}};
     int rc = h5io_create_lsq(p, xn, yn, rows, cols, f32, 4, &m);
     CHECK(rc == DS_OK, "create_lsq: %s", m.text);
@@ -163,7 +149,7 @@ static void test_chunks(void)
 {
     ds_msg m = {{0}};
     hsize_t c[2];
-    const char *p = tpath("chunks.h5");
+    const char *p = test_tmp_path("chunks.h5");
     CHECK(h5io_create_lsq(p, "X", "y", 5000, 1000, 0, 10000, &m) == DS_OK, "%s", m.text);
     chunk_of(p, "X", c);
     CHECK(c[0] == 524 && c[1] == 1000, "4 MiB chunks: %llu × %llu", (unsigned long long)c[0],
@@ -239,7 +225,7 @@ static void test_vectors(void)
     const double hist[3] = {1, 0.5, 0.25};
     double r[5] = {0};
     ds_msg m = {{0}};
-    const char *p = tpath("vec.h5");
+    const char *p = test_tmp_path("vec.h5");
     CHECK(h5io_write_vector(p, 1, "w", w, 5, &m) == DS_OK, "write_vector: %s", m.text);
     CHECK(h5io_write_vector(p, 0, "grp/b", w, 2, &m) == DS_OK, "write_vector: %s", m.text);
     CHECK(h5io_read_vector(p, "/w", 5, r, &m) == DS_OK, "read_vector: %s", m.text);
@@ -268,7 +254,7 @@ static void test_vectors(void)
     CHECK_FAIL(rc, m, DS_ERR_RUNTIME, "/nope", NULL);
     CHECK(h5io_has_dataset(p, "w") == 1 && h5io_has_dataset(p, "/grp/b") == 1, "has_dataset");
     CHECK(h5io_has_dataset(p, "grp") == 0 && h5io_has_dataset(p, "nope") == 0, "has_dataset: group");
-    CHECK(h5io_has_dataset(tpath("missing.h5"), "w") == 0, "has_dataset: missing file");
+    CHECK(h5io_has_dataset(test_tmp_path("missing.h5"), "w") == 0, "has_dataset: missing file");
 }
 
 // Probes (xn, yn) in p and expects DS_ERR_INPUT with both pieces in the message.
@@ -284,12 +270,12 @@ static void expect_probe(const char *p, const char *xn, const char *yn, const ch
 
 static void test_bad_files(void)
 {
-    expect_probe(tpath("missing.h5"), "X", "y", "no such file", NULL);
-    FILE *t = fopen(tpath("text.h5"), "w");
+    expect_probe(test_tmp_path("missing.h5"), "X", "y", "no such file", NULL);
+    FILE *t = fopen(test_tmp_path("text.h5"), "w");
     fputs("this is not HDF5\n", t);
     fclose(t);
-    expect_probe(tpath("text.h5"), "X", "y", "not an HDF5 file", NULL);
-    expect_probe(dir_, "X", "y", "directory", NULL);
+    expect_probe(test_tmp_path("text.h5"), "X", "y", "not an HDF5 file", NULL);
+    expect_probe(test_tmp_dir(), "X", "y", "directory", NULL);
     const char *p = make_lsq("trunc.h5", 2000, 20, 2000);
     struct stat st;
     stat(p, &st);
@@ -315,8 +301,8 @@ static void test_bad_datasets(void)
     put(f, "y0", H5T_IEEE_F64LE, 1, y0, NULL);
     H5Gclose(H5Gcreate2(f, "grp", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5Lcreate_soft("/X", f, "Xsoft", H5P_DEFAULT, H5P_DEFAULT);
-    H5Lcreate_external(tpath("rt64.h5"), "/X", f, "Xext", H5P_DEFAULT, H5P_DEFAULT);
-    H5Lcreate_external(tpath("rt32.h5"), "/data", f, "gext", H5P_DEFAULT, H5P_DEFAULT);
+    H5Lcreate_external(test_tmp_path("rt64.h5"), "/X", f, "Xext", H5P_DEFAULT, H5P_DEFAULT);
+    H5Lcreate_external(test_tmp_path("rt32.h5"), "/data", f, "gext", H5P_DEFAULT, H5P_DEFAULT);
     H5Fclose(f);
     expect_probe(p, "nope", "y", "dataset /nope: not found", NULL);
     expect_probe(p, "X", "grp/nope", "dataset /grp/nope: not found", NULL);
@@ -365,7 +351,7 @@ static void test_nonfinite(void)
 
 static void test_commit(void)
 {
-    const char *tmp = tpath("out.h5.tmp"), *fin = tpath("out.h5"), *gone = tpath("gone.h5.tmp");
+    const char *tmp = test_tmp_path("out.h5.tmp"), *fin = test_tmp_path("out.h5"), *gone = test_tmp_path("gone.h5.tmp");
     ds_msg m = {{0}};
     double v = 1;
     CHECK(h5io_write_vector(tmp, 1, "w", &v, 1, &m) == DS_OK, "%s", m.text);
@@ -389,19 +375,13 @@ static void check_no_open_ids(const char *after)
     CHECK(n == 0, "%zd HDF5 objects still open after %s", n, after);
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(p);
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) {
-        snprintf(dir_, sizeof dir_, "/tmp/test_h5io.XXXXXX");
-        CHECK(mkdtemp(dir_) != NULL, "mkdtemp");
+        test_tmp_open("h5io");
         test_round_trip(0, "X", "y");
         check_no_open_ids("test_round_trip");
         test_round_trip(1, "data/X", "/data/y");
@@ -418,7 +398,7 @@ int main(int argc, char **argv)
         check_no_open_ids("test_nonfinite");
         test_commit();
         check_no_open_ids("test_commit");
-        nftw(dir_, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+        test_tmp_remove();
     }
     int rc = test_finish("test_h5io");
     MPI_Finalize();

@@ -5,7 +5,6 @@
 #include <hdf5.h>  // provides: the raw HDF5 API, to write labels of chosen integer types
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "h5io.h"
 #include "harness.h"
@@ -44,8 +43,9 @@ static void make_file(const char *path, double *X, int64_t *lab)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/dsolve-h5labels-%d.h5", (int)getpid());
+    char path[600] = "";
+    if (test_tmp_open("h5labels"))
+        snprintf(path, sizeof path, "%s", test_tmp_path("labels.h5"));
     double X[M * C];
     int64_t lab[M];
     for (int i = 0; i < M * C; i++)
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     CHECK_FAIL(h5io_read_labelled_rows(path, "X", "huge", 0, M, C, 0, xd, y, &m), m, "row 7 is out of range");
     m.text[0] = '\0';
     CHECK(h5io_read_labelled_rows(path, "X", "huge", 8, 5, C, 0, xd, y, &m) == DS_OK, "rows past the bad one: %s", m.text);
-    unlink(path);
+    test_tmp_remove();
     int rc = test_finish("test_h5labels");
     MPI_Finalize();
     return rc;

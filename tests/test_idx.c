@@ -2,28 +2,13 @@
 // and f64) and damaged ones (missing, bad magic, wrong type code or rank, truncated, corrupt gzip,
 // trailing bytes, count mismatch), each of which must fail with DS_ERR_INPUT and a message naming
 // the file and the problem; then the installed Fashion-MNIST files when they are present.
-#define _XOPEN_SOURCE 700
-
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>  // provides: gzopen/gzwrite to make the gzip test files
 
 #include "harness.h"
 #include "idx.h"
-
-static char dir_[64];
-
-static const char *tpath(const char *name)
-{
-    static char buf[8][256];
-    static int k = 0;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir_, name);
-    return buf[k];
-}
 
 static int holds(const char *text, const char *want)
 {
@@ -88,14 +73,14 @@ static void write_good(void)
         labels_[i] = (unsigned char)(i % 10);
     uint32_t d3[3] = {N, R, C}, d1[1] = {N};
     size_t n = make_idx(file_, 8, 3, d3, pixels_, sizeof pixels_);
-    write_plain(tpath("train-images-idx3-ubyte"), file_, n);
-    write_gz(tpath("images.gz"), file_, n);
+    write_plain(test_tmp_path("train-images-idx3-ubyte"), file_, n);
+    write_gz(test_tmp_path("images.gz"), file_, n);
     n = make_idx(file_, 8, 1, d1, labels_, sizeof labels_);
-    write_plain(tpath("train-labels-idx1-ubyte"), file_, n);
-    write_gz(tpath("labels.gz"), file_, n);
+    write_plain(test_tmp_path("train-labels-idx1-ubyte"), file_, n);
+    write_gz(test_tmp_path("labels.gz"), file_, n);
     d1[0] = N - 1;
     n = make_idx(file_, 8, 1, d1, labels_, N - 1);
-    write_gz(tpath("t10k-labels-idx1-ubyte.gz"), file_, n);  // one label fewer than the images
+    write_gz(test_tmp_path("t10k-labels-idx1-ubyte.gz"), file_, n);  // one label fewer than the images
 }
 
 static void test_round_trip(const char *images, const char *labels)
@@ -133,29 +118,29 @@ static void test_bad_headers(void)
     uint32_t d3[3] = {N, R, C}, d1[1] = {N}, d0[3] = {N, 0, C};
     ds_msg m = {{0}};
     idx_info info;
-    CHECK_FAIL(idx_probe(tpath("absent.gz"), 3, &info, &m), m, "absent.gz", "no such file");
+    CHECK_FAIL(idx_probe(test_tmp_path("absent.gz"), 3, &info, &m), m, "absent.gz", "no such file");
     m.text[0] = '\0';
-    CHECK_FAIL(idx_probe(dir_, 3, &info, &m), m, dir_, "directory");
+    CHECK_FAIL(idx_probe(test_tmp_dir(), 3, &info, &m), m, test_tmp_dir(), "directory");
     m.text[0] = '\0';
     size_t n = make_idx(file_, 8, 3, d3, pixels_, sizeof pixels_);
     file_[0] = 0x1f;
-    write_gz(tpath("magic.gz"), file_, n);
-    CHECK_FAIL(idx_probe(tpath("magic.gz"), 3, &info, &m), m, "magic.gz", "bad magic number");
+    write_gz(test_tmp_path("magic.gz"), file_, n);
+    CHECK_FAIL(idx_probe(test_tmp_path("magic.gz"), 3, &info, &m), m, "magic.gz", "bad magic number");
     m.text[0] = '\0';
     n = make_idx(file_, 0x0D, 3, d3, pixels_, sizeof pixels_);
-    write_gz(tpath("float.gz"), file_, n);
-    CHECK_FAIL(idx_probe(tpath("float.gz"), 3, &info, &m), m, "float.gz", "type code 0x0d");
+    write_gz(test_tmp_path("float.gz"), file_, n);
+    CHECK_FAIL(idx_probe(test_tmp_path("float.gz"), 3, &info, &m), m, "float.gz", "type code 0x0d");
     m.text[0] = '\0';
     n = make_idx(file_, 8, 1, d1, labels_, sizeof labels_);
-    write_plain(tpath("rank.idx"), file_, n);
-    CHECK_FAIL(idx_probe(tpath("rank.idx"), 3, &info, &m), m, "rank.idx", "1 dimensions, expected 3");
+    write_plain(test_tmp_path("rank.idx"), file_, n);
+    CHECK_FAIL(idx_probe(test_tmp_path("rank.idx"), 3, &info, &m), m, "rank.idx", "1 dimensions, expected 3");
     m.text[0] = '\0';
     n = make_idx(file_, 8, 3, d0, pixels_, 0);
-    write_plain(tpath("zero.idx"), file_, n);
-    CHECK_FAIL(idx_probe(tpath("zero.idx"), 3, &info, &m), m, "zero.idx", "dimension 1 is 0");
+    write_plain(test_tmp_path("zero.idx"), file_, n);
+    CHECK_FAIL(idx_probe(test_tmp_path("zero.idx"), 3, &info, &m), m, "zero.idx", "dimension 1 is 0");
     m.text[0] = '\0';
-    write_plain(tpath("short.idx"), file_, 6);
-    CHECK_FAIL(idx_probe(tpath("short.idx"), 3, &info, &m), m, "short.idx", "header");
+    write_plain(test_tmp_path("short.idx"), file_, 6);
+    CHECK_FAIL(idx_probe(test_tmp_path("short.idx"), 3, &info, &m), m, "short.idx", "header");
     m.text[0] = '\0';
 }
 
@@ -166,24 +151,24 @@ static void test_truncated(void)
     idx_info info;
     double x[N * R * C];
     size_t n = make_idx(file_, 8, 3, d3, pixels_, sizeof pixels_);
-    write_plain(tpath("trunc.idx"), file_, n - 7);
-    CHECK_FAIL(idx_probe(tpath("trunc.idx"), 3, &info, &m), m, "trunc.idx", "truncated");
+    write_plain(test_tmp_path("trunc.idx"), file_, n - 7);
+    CHECK_FAIL(idx_probe(test_tmp_path("trunc.idx"), 3, &info, &m), m, "trunc.idx", "truncated");
     m.text[0] = '\0';
-    CHECK_FAIL(idx_read_images(tpath("trunc.idx"), 0, N, 0, x, &m), m, "trunc.idx", "truncated");
+    CHECK_FAIL(idx_read_images(test_tmp_path("trunc.idx"), 0, N, 0, x, &m), m, "trunc.idx", "truncated");
     m.text[0] = '\0';
-    CHECK(idx_read_images(tpath("trunc.idx"), 0, N - 1, 0, x, &m) == DS_OK, "rows before the cut: %s", m.text);
-    write_plain(tpath("long.idx"), file_, n);
-    FILE *f = fopen(tpath("long.idx"), "ab");
+    CHECK(idx_read_images(test_tmp_path("trunc.idx"), 0, N - 1, 0, x, &m) == DS_OK, "rows before the cut: %s", m.text);
+    write_plain(test_tmp_path("long.idx"), file_, n);
+    FILE *f = fopen(test_tmp_path("long.idx"), "ab");
     fputs("xyz", f);
     fclose(f);
-    CHECK_FAIL(idx_probe(tpath("long.idx"), 3, &info, &m), m, "long.idx", "3 bytes after");
+    CHECK_FAIL(idx_probe(test_tmp_path("long.idx"), 3, &info, &m), m, "long.idx", "3 bytes after");
     m.text[0] = '\0';
-    write_gz(tpath("gzlong.gz"), file_, n + 5);  // five bytes more than the header announces
-    CHECK(idx_probe(tpath("gzlong.gz"), 3, &info, &m) == DS_OK, "gzip header alone is fine: %s", m.text);
-    CHECK_FAIL(idx_read_images(tpath("gzlong.gz"), 2, N - 2, 0, x, &m), m, "gzlong.gz", "continues after");
+    write_gz(test_tmp_path("gzlong.gz"), file_, n + 5);  // five bytes more than the header announces
+    CHECK(idx_probe(test_tmp_path("gzlong.gz"), 3, &info, &m) == DS_OK, "gzip header alone is fine: %s", m.text);
+    CHECK_FAIL(idx_read_images(test_tmp_path("gzlong.gz"), 2, N - 2, 0, x, &m), m, "gzlong.gz", "continues after");
     m.text[0] = '\0';
-    write_gz(tpath("gzshort.gz"), file_, n - R * C - 2);  // a complete stream holding fewer items
-    CHECK_FAIL(idx_read_images(tpath("gzshort.gz"), 0, N, 0, x, &m), m, "gzshort.gz", "after item 35 of the 37");
+    write_gz(test_tmp_path("gzshort.gz"), file_, n - R * C - 2);  // a complete stream holding fewer items
+    CHECK_FAIL(idx_read_images(test_tmp_path("gzshort.gz"), 0, N, 0, x, &m), m, "gzshort.gz", "after item 35 of the 37");
     m.text[0] = '\0';
 }
 
@@ -192,22 +177,22 @@ static void test_corrupt_gzip(void)
     ds_msg m = {{0}};
     double x[N * R * C];
     static unsigned char gz[8192];
-    size_t n = file_bytes(tpath("images.gz"), gz, sizeof gz);
+    size_t n = file_bytes(test_tmp_path("images.gz"), gz, sizeof gz);
     CHECK(n > 30 && n < sizeof gz, "images.gz: %zu bytes", n);
-    write_plain(tpath("cut.gz"), gz, n / 2);  // the stream stops half way
-    CHECK_FAIL(idx_read_images(tpath("cut.gz"), 0, N, 0, x, &m), m, "cut.gz", "truncated");
+    write_plain(test_tmp_path("cut.gz"), gz, n / 2);  // the stream stops half way
+    CHECK_FAIL(idx_read_images(test_tmp_path("cut.gz"), 0, N, 0, x, &m), m, "cut.gz", "truncated");
     m.text[0] = '\0';
-    write_plain(tpath("nocrc.gz"), gz, n - 8);  // all the data, no trailer
-    CHECK_FAIL(idx_read_images(tpath("nocrc.gz"), 0, N, 0, x, &m), m, "nocrc.gz", "truncated gzip stream");
+    write_plain(test_tmp_path("nocrc.gz"), gz, n - 8);  // all the data, no trailer
+    CHECK_FAIL(idx_read_images(test_tmp_path("nocrc.gz"), 0, N, 0, x, &m), m, "nocrc.gz", "truncated gzip stream");
     m.text[0] = '\0';
     gz[n - 8] ^= 0x5a;  // a wrong CRC-32
-    write_plain(tpath("crc.gz"), gz, n);
-    CHECK_FAIL(idx_read_images(tpath("crc.gz"), 0, N, 0, x, &m), m, "crc.gz", "corrupt gzip");
+    write_plain(test_tmp_path("crc.gz"), gz, n);
+    CHECK_FAIL(idx_read_images(test_tmp_path("crc.gz"), 0, N, 0, x, &m), m, "crc.gz", "corrupt gzip");
     m.text[0] = '\0';
     gz[n - 8] ^= 0x5a;
     gz[10] = 0xff;  // the first deflate block header: reserved block type 3
-    write_plain(tpath("block.gz"), gz, n);
-    CHECK_FAIL(idx_read_images(tpath("block.gz"), 0, N, 0, x, &m), m, "block.gz", "corrupt gzip");
+    write_plain(test_tmp_path("block.gz"), gz, n);
+    CHECK_FAIL(idx_read_images(test_tmp_path("block.gz"), 0, N, 0, x, &m), m, "block.gz", "corrupt gzip");
     m.text[0] = '\0';
 }
 
@@ -215,15 +200,15 @@ static void test_sets(void)
 {
     ds_msg m = {{0}};
     idx_set s;
-    CHECK(idx_open_set(dir_, "train", &s, &m) == DS_OK, "plain train set: %s", m.text);
+    CHECK(idx_open_set(test_tmp_dir(), "train", &s, &m) == DS_OK, "plain train set: %s", m.text);
     CHECK(s.count == N && s.row_len == R * C && holds(s.images, "train-images-idx3-ubyte"), "set %lld %lld %s",
           (long long)s.count, (long long)s.row_len, s.images);
-    CHECK_FAIL(idx_open_set(dir_, "t10k", &s, &m), m, "t10k-images-idx3-ubyte", "no such file");
+    CHECK_FAIL(idx_open_set(test_tmp_dir(), "t10k", &s, &m), m, "t10k-images-idx3-ubyte", "no such file");
     m.text[0] = '\0';
-    rename(tpath("images.gz"), tpath("t10k-images-idx3-ubyte.gz"));
-    CHECK_FAIL(idx_open_set(dir_, "t10k", &s, &m), m, "37 images", "36 labels");
+    rename(test_tmp_path("images.gz"), test_tmp_path("t10k-images-idx3-ubyte.gz"));
+    CHECK_FAIL(idx_open_set(test_tmp_dir(), "t10k", &s, &m), m, "37 images", "36 labels");
     m.text[0] = '\0';
-    CHECK_FAIL(idx_open_set(tpath("nodir"), "train", &s, &m), m, "nodir", "no such directory");
+    CHECK_FAIL(idx_open_set(test_tmp_path("nodir"), "train", &s, &m), m, "nodir", "no such directory");
     m.text[0] = '\0';
 }
 
@@ -255,25 +240,19 @@ static void test_fashion(void)
     free(all);
 }
 
-static int rm_entry(const char *p, const struct stat *s, int flag, struct FTW *f)
-{
-    return remove(p);
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    snprintf(dir_, sizeof dir_, "/tmp/dsolve-idx-XXXXXX");
-    CHECK(mkdtemp(dir_) != NULL, "mkdtemp");
+    test_tmp_open("idx");
     write_good();
-    test_round_trip(tpath("train-images-idx3-ubyte"), tpath("train-labels-idx1-ubyte"));
-    test_round_trip(tpath("images.gz"), tpath("labels.gz"));
+    test_round_trip(test_tmp_path("train-images-idx3-ubyte"), test_tmp_path("train-labels-idx1-ubyte"));
+    test_round_trip(test_tmp_path("images.gz"), test_tmp_path("labels.gz"));
     test_bad_headers();
     test_truncated();
     test_corrupt_gzip();
     test_sets();
     test_fashion();
-    nftw(dir_, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    test_tmp_remove();
     int rc = test_finish("test_idx");
     MPI_Finalize();
     return rc;

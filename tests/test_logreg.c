@@ -2,10 +2,9 @@
 //   test_logreg cpu: the CPU ops against a plain reference written here (objective and gradient at a
 //     random W, gd and Nesterov iterates), and the distributed run over all ranks against one rank
 //     holding every row (rank-count independence) for every optimiser, model and precision.
-//   test_logreg gpu: the CUDA ops against the CPU ops over the same ranks, for every optimiser, model
-//     and precision, and one pass (objective, gradient, accuracy, with and without the gradient) on
-//     larger shapes that take the fused f32 pass (full and partial tiles) and its fallback; exits 77
-//     (skipped) where the ranks have no GPU of their own.
+//   test_logreg gpu: training on the CUDA ops against training on the CPU ops over the same ranks, for
+//     every optimiser, model and precision; exits 77 (skipped) where the ranks have no GPU of their own.
+//     The ops one by one (the pass on the fused f32 shapes among them) are test_backend_ops's.
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -225,79 +224,8 @@ static void test_cpu(ds_ctx *world, ds_ctx *self)
         }
 }
 
-// One pass + allreduce + finish at W on ctx, for a set of rows × cols (random f32 features in [0, 1),
-// the bias 1, random labels); out[0..1] and g (cols·K).
-static void pass_on(ds_ctx *ctx, int64_t rows_global, int64_t cols, int K_, int model, int grad, const double *W,
-                    double *g, double *out)
-{
-    const int64_t base = rows_global / ctx->nranks, extra = rows_global % ctx->nranks;
-    const int64_t rows = base + (ctx->rank < extra), row0 = ctx->rank * base + (ctx->rank < extra ? ctx->rank : extra);
-    const int64_t dk = cols * K_;
-    lr_set s;
-    CHECK(logreg_set_alloc(ctx, &s, rows, cols, 1) == DS_OK, "alloc: %s", ctx->msg.text);
-    s.rows_global = rows_global;
-    s.row0 = row0;
-    float *x = malloc((size_t)(rows * cols + 1) * sizeof(float));
-    int32_t *y = malloc((size_t)(rows + 1) * sizeof(int32_t));
-    for (int64_t i = 0; i < rows; i++) {
-        for (int64_t j = 0; j < cols; j++)
-            x[i * cols + j] = j == cols - 1 ? 1.0f : (float)rng_uniform(seed_, 11, (uint64_t)((row0 + i) * cols + j));
-        y[i] = (int32_t)(rng_bits(seed_, 12, (uint64_t)(row0 + i)) % (uint64_t)K_);
-    }
-    CHECK(ctx->be->upload(ctx, s.X, x, (size_t)(rows * cols) * sizeof(float)) == DS_OK, "upload");
-    CHECK(ctx->be->upload(ctx, s.labels, y, (size_t)rows * sizeof(int32_t)) == DS_OK, "upload labels");
-    free(x);
-    free(y);
-    lr_work w = {.rows_max = rows, .cols = cols, .classes = K_, .model = model, .f32 = 1, .l2 = 1e-3,
-                 .inv_n = 1.0 / (double)rows_global};
-    const lr_ops *ops = ctx->be->logreg;
-    void *Wd = NULL, *gd = NULL, *gb = NULL, *od = NULL;
-    CHECK(ctx->be->alloc(ctx, &Wd, (size_t)dk * 8) == DS_OK && ctx->be->alloc(ctx, &gd, (size_t)dk * 8) == DS_OK &&
-              ctx->be->alloc(ctx, &gb, (size_t)(dk + 2) * 8) == DS_OK && ctx->be->alloc(ctx, &od, 2 * 8) == DS_OK,
-          "alloc");
-    CHECK(ctx->be->upload(ctx, Wd, W, (size_t)dk * 8) == DS_OK, "upload W");
-    CHECK(ops->open(ctx, &w) == DS_OK, "open: %s", ctx->msg.text);
-    CHECK(ops->pass(ctx, &w, &s, Wd, grad, gb) == DS_OK, "pass: %s", ctx->msg.text);
-    CHECK(ctx->be->allreduce_sum(ctx, gb, dk + 2) == DS_OK, "allreduce");
-    CHECK(ops->finish(ctx, &w, gb, Wd, gd, od, NULL) == DS_OK, "finish");
-    CHECK(ctx->be->download(ctx, g, gd, (size_t)dk * 8) == DS_OK && ctx->be->download(ctx, out, od, 2 * 8) == DS_OK,
-          "download");
-    ops->close(ctx, &w);
-    ctx->be->free(ctx, Wd), ctx->be->free(ctx, gd), ctx->be->free(ctx, gb), ctx->be->free(ctx, od);
-    logreg_set_free(ctx, &s);
-}
-
-// Shapes of the fused f32 pass (MNIST's 785 × 10; 16 classes; rows that leave partial tiles) and one
-// past its column limit (the GEMM route), GPU against CPU.
-static void test_gpu_pass_shapes(ds_ctx *cpu, ds_ctx *gpu)
-{
-    const int64_t shapes[][3] = {{6007, 785, 10}, {4133, 300, 16}, {999, 1024, 3}, {2500, 1100, 10}};
-    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
-        for (int model = 0; model <= 1; model++) {
-            const int64_t n = shapes[c][0], cols = shapes[c][1], dk = cols * shapes[c][2];
-            const int K_ = (int)shapes[c][2];
-            double *W = malloc((size_t)dk * 8), *ga = malloc((size_t)dk * 8), *gb = malloc((size_t)dk * 8);
-            double *g0 = malloc((size_t)dk * 8), oa[2], ob[2], o0[2];
-            for (int64_t i = 0; i < dk; i++)
-                W[i] = 0.1 * (rng_uniform(seed_, 13, (uint64_t)i) - 0.5);
-            pass_on(gpu, n, cols, K_, model, 1, W, ga, oa);
-            pass_on(cpu, n, cols, K_, model, 1, W, gb, ob);
-            pass_on(gpu, n, cols, K_, model, 0, W, g0, o0);
-            const double d = test_rel_diff(ga, gb, dk);
-            CHECK(fabs(oa[0] - ob[0]) <= 1e-5 * fabs(ob[0]), "shape %zu model %d: objective %.10g on the GPU, %.10g on the CPU",
-                  c, model, oa[0], ob[0]);
-            CHECK(d <= 1e-4, "shape %zu model %d: gradient differs from the CPU's by %.3e", c, model, d);
-            CHECK(fabs(oa[1] - ob[1]) <= 2.0 / (double)n, "shape %zu model %d: accuracy %.6f on the GPU, %.6f on the CPU",
-                  c, model, oa[1], ob[1]);
-            CHECK(o0[0] == oa[0] && o0[1] == oa[1], "shape %zu model %d: the pass without the gradient gives %.17g, with %.17g",
-                  c, model, o0[0], oa[0]);
-            free(W), free(ga), free(gb), free(g0);
-        }
-}
-
 static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
 {
-    test_gpu_pass_shapes(cpu, gpu);
     for (int opt = 0; opt <= 2; opt++)
         for (int model = 0; model <= 1; model++)
             for (int f32 = 0; f32 <= 1; f32++) {
@@ -315,30 +243,24 @@ static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
-    if (gpu && !test_gpus_for_all()) {
-        if (rank == 0)
-            printf("test_logreg gpu: skipped: not every rank has a GPU of its own\n");
+    const char *name = gpu ? "test_logreg gpu" : "test_logreg cpu";
+    ds_ctx a, b;
+    int rc = test_open_pair(name, &a, gpu ? &b : NULL);
+    if (rc == 77) {
         MPI_Finalize();
         return 77;
     }
-    seed_ = test_seed(gpu ? "test_logreg gpu" : "test_logreg cpu");
-    ds_ctx a, b;
-    CHECK(ctx_open(&a, MPI_COMM_WORLD, "cpu") == DS_OK, "cpu ctx: %s", a.msg.text);
-    if (gpu) {
-        CHECK(ctx_open(&b, MPI_COMM_WORLD, "cuda") == DS_OK, "cuda ctx: %s", b.msg.text);
-        if (test_failures_ == 0)
-            test_gpu(&a, &b);
-    } else {
+    seed_ = test_seed(name);
+    if (!gpu)
         CHECK(ctx_open(&b, MPI_COMM_SELF, "cpu") == DS_OK, "self ctx: %s", b.msg.text);
-        if (test_failures_ == 0)
-            test_cpu(&a, &b);
-    }
+    if (test_failures_ == 0 && gpu)
+        test_gpu(&a, &b);
+    else if (test_failures_ == 0)
+        test_cpu(&a, &b);
     ctx_close(&b);
     ctx_close(&a);
-    int rc = test_finish("test_logreg");
+    rc = test_finish(name);
     MPI_Finalize();
     return rc;
 }

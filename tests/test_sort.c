@@ -322,20 +322,16 @@ static void big_case(ds_ctx *ctx, uint64_t seed)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
-    if (gpu && !test_gpus_for_all()) {
-        if (rank == 0)
-            printf("test_sort: skipped: not every rank has a GPU of its own\n");
+    const char *name = gpu ? "test_sort gpu" : "test_sort cpu";
+    ds_ctx ctx;
+    int rc = test_open_pair(name, gpu ? NULL : &ctx, gpu ? &ctx : NULL);
+    if (rc == 77) {
         MPI_Finalize();
         return 77;
     }
-    uint64_t seed = test_seed(gpu ? "test_sort gpu" : "test_sort cpu");
-    ds_ctx ctx;
-    int rc = ctx_open(&ctx, MPI_COMM_WORLD, gpu ? "cuda" : "cpu");
-    CHECK(rc == DS_OK, "ctx: %s", ctx.msg.text);
-    if (rc == DS_OK) {
+    uint64_t seed = test_seed(name);
+    if (rc == 0) {
         cpu_and_gpu_cases(&ctx, seed, 1);
         if (gpu) {
             cpu_and_gpu_cases(&ctx, seed + 1, 100);  // 300k keys: many CUB tiles and merge partitions
@@ -343,7 +339,7 @@ int main(int argc, char **argv)
         }
     }
     ctx_close(&ctx);
-    int status = test_finish(gpu ? "test_sort gpu" : "test_sort cpu");
+    rc = test_finish(name);
     MPI_Finalize();
-    return status;
+    return rc;
 }
