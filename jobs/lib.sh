@@ -12,7 +12,7 @@
 #                 peers want numpy; cupy and torch on a GPU machine)
 #   DS_FASHION    Fashion-MNIST's IDX files: $DSOLVE_FASHION_DIR, else $DS_ROOT/.fmnist, else
 #                 /usr/share/datasets/fashion-mnist; empty when none has them
-#   DS_COMMIT     `git rev-parse HEAD` where DS_ROOT is a git checkout, else $DSOLVE_COMMIT, else the first
+#   DS_COMMIT     $DSOLVE_COMMIT, else `git rev-parse HEAD` where DS_ROOT is a git checkout, else the first
 #                 line of $DS_ROOT/.dsolve-commit, else "unknown";  DS_DIRTY  true/false/unknown
 # provides: ds_out, ds_log, ds_quote, ds_build, ds_need_dsolve, ds_mpirun_cmd, ds_run, ds_time_left
 # The DS_ variables are for the scripts that source this file:
@@ -55,11 +55,12 @@ for d in ${DSOLVE_FASHION_DIR:+"$DSOLVE_FASHION_DIR"} "$DS_ROOT/.fmnist" /usr/sh
 done
 
 DS_DIRTY=unknown
-if DS_COMMIT=$(git -C "$DS_ROOT" rev-parse HEAD 2>/dev/null); then
+# DSOLVE_COMMIT first: a device machine's copy of the tree may carry a stale .git of its own.
+if [ -n "${DSOLVE_COMMIT:-}" ]; then
+    DS_COMMIT=$DSOLVE_COMMIT
+elif DS_COMMIT=$(git -C "$DS_ROOT" rev-parse HEAD 2>/dev/null); then
     # Read-only: git diff refreshes no index on disk.
     if git -C "$DS_ROOT" diff --quiet HEAD -- 2>/dev/null; then DS_DIRTY=false; else DS_DIRTY=true; fi
-elif [ -n "${DSOLVE_COMMIT:-}" ]; then
-    DS_COMMIT=$DSOLVE_COMMIT
 elif [ -s "$DS_ROOT/.dsolve-commit" ]; then
     DS_COMMIT=$(head -1 "$DS_ROOT/.dsolve-commit")
 else
