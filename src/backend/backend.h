@@ -5,7 +5,7 @@
 // CPU backend: OpenBLAS and MPI. CUDA backend: cuBLAS, cuSOLVER, kernels/ and NCCL.
 // registry.c lists the backends; ctx_open picks one of them.
 // provides: ds_mat, ds_device_info, ds_versions, ds_costs, ds_backend, ds_backends, ds_nbackends,
-//           ds_backend_find, ds_backend_device
+//           ds_backend_choices, ds_backend_find, ds_backend_host, ds_backend_device
 #ifndef DS_BACKEND_H
 #define DS_BACKEND_H
 
@@ -117,6 +117,8 @@ typedef struct ds_backend {
 // the host backend last.
 extern const ds_backend *const ds_backends[];
 extern const int ds_nbackends;
+// What --backend accepts: "auto" and every name the registry knows, built or not ("auto|cpu|cuda").
+extern const char ds_backend_choices[];
 
 // The backend --backend NAME means, or NULL with *why saying why ("this dsolve was built without
 // CUDA (DSOLVE_CUDA=OFF)", or that the name is unknown).

@@ -1,7 +1,8 @@
 // registry.c: every backend this build has, in the order `--backend auto` tries them (device backends
 // first, the host backend last), and the names of those left out of the build. The only C file outside
-// the CUDA ones that knows which backends were built: adding a backend is its files plus a line here.
-// provides: ds_backends, ds_nbackends, ds_backend_find, ds_backend_host, ds_backend_device
+// the CUDA ones that knows which backends were built: adding a backend is its files plus its entry
+// here (the array, its name in --backend's choices, and its line among the absent ones).
+// provides: ds_backends, ds_nbackends, ds_backend_choices, ds_backend_find, ds_backend_host, ds_backend_device
 #include <string.h>
 
 #include "backend/backend.h"
@@ -18,6 +19,10 @@ const ds_backend *const ds_backends[] = {
     &ds_backend_cpu,
 };
 const int ds_nbackends = (int)(sizeof ds_backends / sizeof ds_backends[0]);
+
+// --backend's choices: auto, then every backend's name, whether this build has it or not (a name not
+// built is refused with its reason below, not as an unknown word).
+const char ds_backend_choices[] = "auto|cpu|cuda";
 
 // Backends this dsolve knows of but was built without: the name and what --backend NAME says.
 typedef struct ds_backend_absent {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backend/backend.h"
 #include "core/err.h"
 
 enum ds_opt_type { OPT_FLAG, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_CHOICE };
@@ -56,7 +57,7 @@ int opts_given(const ds_args *args, const char *name);
         {"quiet", OPT_FLAG, NULL, NULL, 0, 0, "no progress lines on stderr"},                           \
         {"help", OPT_FLAG, NULL, NULL, 0, 0, "this text"}
 #define DS_COMMON_OPTS                                                                                  \
-    {"backend", OPT_CHOICE, "auto", "auto|cpu|cuda", 0, 0,                                              \
+    {"backend", OPT_CHOICE, "auto", ds_backend_choices, 0, 0,                                           \
      "cuda when every rank has a GPU of its own, else cpu"},                                             \
         DS_REPORT_OPTS
 
