@@ -2,7 +2,7 @@
 // work on the given stream and returns cudaGetLastError() after the launch; none synchronizes. Only
 // src/solve/solve_cuda.c and the .cu files include this header. All pointers are device memory.
 // provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
-//           ds_k_gram_sweeps_scratch, ds_k_gram_reduce
+//           ds_k_gram_sweeps_scratch, ds_k_gram_reduce, ds_k_chol_scale, ds_k_scale_vec
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
 
@@ -47,6 +47,14 @@ cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, dou
 // G (n × n, row-major, full symmetric) = Σ_p P_p over ks partial products, each n × n column-major
 // (ld n, consecutive partials n² apart) and valid wherever row ≤ column.
 cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cudaStream_t stream);
+
+// chol.cu ----------------------------------------------------------------------------------------
+
+// s[j] = 1/√G_jj (0 where G_jj ≤ 0), then G ← S·G·S with a unit diagonal for a zero column (G: n × n).
+cudaError_t ds_k_chol_scale(double *G, int64_t n, double *s, cudaStream_t stream);
+
+// x[j] = s[j]·b[j], or x[j] += s[j]·b[j] with add (x may not alias b unless add is 0 and x == b).
+cudaError_t ds_k_scale_vec(const double *s, const double *b, double *x, int64_t n, int add, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -8,37 +8,10 @@
 #include "backend/backend_cuda.h"
 #include "ann/ann_kernels.h"
 
-#define SOLVER_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, cusolverStatus_t, CUSOLVER_STATUS_SUCCESS, solver_status_name, expr)
-
-static const char *solver_status_name(cusolverStatus_t s)
-{
-    switch (s) {
-    case CUSOLVER_STATUS_NOT_INITIALIZED: return "cuSOLVER not initialized";
-    case CUSOLVER_STATUS_ALLOC_FAILED: return "cuSOLVER allocation failed";
-    case CUSOLVER_STATUS_INVALID_VALUE: return "cuSOLVER invalid value";
-    case CUSOLVER_STATUS_ARCH_MISMATCH: return "cuSOLVER architecture mismatch";
-    case CUSOLVER_STATUS_EXECUTION_FAILED: return "cuSOLVER execution failed";
-    case CUSOLVER_STATUS_INTERNAL_ERROR: return "cuSOLVER internal error";
-    default: return "cuSOLVER error";
-    }
-}
-
 // A launcher's error as a failure of ctx (for paths that free buffers before returning).
 static int launched(ds_ctx *ctx, cudaError_t e, const char *what, int line)
 {
     return e == cudaSuccess ? DS_OK : cuda_failed(ctx, what, cudaGetErrorString(e), __FILE__, line);
-}
-
-// The backend's cuSOLVER handle on its stream, made on first use.
-static int solver(ds_ctx *ctx, cusolverDnHandle_t *h)
-{
-    cuda_state *st = state(ctx);
-    if (!st->solver) {
-        SOLVER_CHECK(ctx, cusolverDnCreate(&st->solver));
-        SOLVER_CHECK(ctx, cusolverDnSetStream(st->solver, st->stream));
-    }
-    *h = st->solver;
-    return DS_OK;
 }
 
 static int gpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
@@ -95,7 +68,7 @@ static int batched_cholesky(ds_ctx *ctx, fit_bufs *b, int64_t nb, int64_t g, dou
 {
     cuda_state *st = state(ctx);
     cusolverDnHandle_t h = NULL;
-    DS_CHECK(solver(ctx, &h));
+    DS_CHECK(cuda_solver(ctx, &h));
     CUDA_CHECK(ctx, ds_k_ann_ptrs(b->gp, b->G, g * g, nb, st->stream));
     CUDA_CHECK(ctx, ds_k_ann_ptrs(b->bp, rhs, rhs_stride, nb, st->stream));
     SOLVER_CHECK(ctx, cusolverDnDpotrfBatched(h, CUBLAS_FILL_MODE_LOWER, (int)g, b->gp, (int)g, b->info, (int)nb));
@@ -231,7 +204,7 @@ static int gpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t out
     solve_bufs b = {0};
     cusolverDnHandle_t h = NULL;
     int info = 0;
-    int rc = solver(ctx, &h);
+    int rc = cuda_solver(ctx, &h);
     if (rc == DS_OK)
         rc = cuda_alloc(ctx, (void **)&b.A, (size_t)(K1 * K1) * sizeof(double));
     if (rc == DS_OK)

@@ -52,6 +52,30 @@ static void nccl_abort(cuda_state *st)
 }
 
 // Returns when ev (or, when ev is NULL, everything queued on the stream) has completed.
+const char *cuda_solver_status(cusolverStatus_t s)
+{
+    switch (s) {
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "cuSOLVER not initialized";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "cuSOLVER allocation failed";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "cuSOLVER invalid value";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "cuSOLVER architecture mismatch";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "cuSOLVER execution failed";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "cuSOLVER internal error";
+    default: return "cuSOLVER error";
+    }
+}
+
+int cuda_solver(ds_ctx *ctx, cusolverDnHandle_t *h)
+{
+    cuda_state *st = state(ctx);
+    if (!st->solver) {
+        SOLVER_CHECK(ctx, cusolverDnCreate(&st->solver));
+        SOLVER_CHECK(ctx, cusolverDnSetStream(st->solver, st->stream));
+    }
+    *h = st->solver;
+    return DS_OK;
+}
+
 int cuda_wait(ds_ctx *ctx, cudaEvent_t ev)
 {
     cuda_state *st = state(ctx);

@@ -3,7 +3,7 @@
 // bench_cuda.c): its state, the error checks, and the functions they call across. Those files reach the
 // stream, the library handles and the checks through it.
 // provides: cuda_state, state, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
-//           scratch_reserve, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
+//           scratch_reserve, SOLVER_CHECK, cuda_solver, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
 #ifndef DS_BACKEND_CUDA_H
 #define DS_BACKEND_CUDA_H
 
@@ -62,6 +62,11 @@ int cuda_failed(ds_ctx *ctx, const char *stmt, const char *why, const char *file
 #define CUBLAS_CHECK(ctx, expr) \
     GPU_CHECK_GEN(ctx, cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasGetStatusString, expr)
 #define NCCL_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, ncclResult_t, ncclSuccess, ncclGetErrorString, expr)
+#define SOLVER_CHECK(ctx, expr) GPU_CHECK_GEN(ctx, cusolverStatus_t, CUSOLVER_STATUS_SUCCESS, cuda_solver_status, expr)
+
+const char *cuda_solver_status(cusolverStatus_t s);
+// The backend's cuSOLVER handle on its stream, made on first use (released by close).
+int cuda_solver(ds_ctx *ctx, cusolverDnHandle_t *h);
 
 static inline cuda_state *state(ds_ctx *ctx)
 {

@@ -27,7 +27,9 @@ static const ds_opt solve_table[] = {
     {"iters", OPT_INT, "10", "K", 0, 1e9, "most sweeps"},
     {"tol", OPT_DOUBLE, "0", "T", 0, 1, "stop when the relative residual or its relative change over a sweep is <= T (0: never)"},
     {"no-line-search", OPT_FLAG, NULL, NULL, 0, 0, "the seed's raw block update (diverges on correlated columns)"},
-    {"method", OPT_CHOICE, "auto", "auto|residual|gram", 0, 0, "residual: one allreduce per block; gram: X'X once, then sweeps on it"},
+    {"method", OPT_CHOICE, "auto", "auto|residual|gram|cholesky", 0, 0,
+     "residual: one allreduce per block; gram: X'X once, then sweeps on it; cholesky: X'X once, equilibrated, "
+     "factored and solved directly, then one refinement step (auto picks residual or gram)"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
@@ -58,7 +60,10 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         .iters = (int)opts_int(a, "iters"),
         .tol = opts_double(a, "tol"),
         .line_search = !opts_flag(a, "no-line-search"),
-        .method = strcmp(m, "gram") == 0 ? SB_METHOD_GRAM : strcmp(m, "residual") == 0 ? SB_METHOD_RESIDUAL : SB_METHOD_AUTO,
+        .method = strcmp(m, "gram") == 0       ? SB_METHOD_GRAM
+                  : strcmp(m, "residual") == 0 ? SB_METHOD_RESIDUAL
+                  : strcmp(m, "cholesky") == 0 ? SB_METHOD_CHOLESKY
+                                               : SB_METHOD_AUTO,
         .progress = 0,
     };
     if (opts_given(a, "input") && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "corr") || opts_given(a, "noise")))
@@ -185,6 +190,10 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_num(&j, "setup_seconds", res->setup_seconds);
     json_num(&j, "sweep_seconds", res->sweep_seconds);
     json_num(&j, "check_seconds", res->check_seconds);
+    if (strcmp(res->method, "cholesky") == 0) {
+        json_bool(&j, "refined", res->refined);
+        json_num(&j, "refine_seconds", res->refine_seconds);
+    }
     json_num(&j, "total_seconds", total);
     json_int(&j, "repeat", opts_int(&r->args, "repeat"));
     json_nums(&j, "solve_seconds_all", r->times, opts_int(&r->args, "repeat"));
@@ -192,6 +201,8 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_num(&j, "normal_residual", res->normal_residual);
     json_nums(&j, "residual_history", res->history, res->sweeps + 1);
     json_bool(&j, "residual_history_exact", strcmp(res->method, "residual") == 0);
+    if (res->history_floor > 0)
+        json_num(&j, "residual_history_floor", res->history_floor);
     json_num(&j, "coef_error", r->coef_error);
     json_int(&j, "zero_columns", res->zero_columns);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
@@ -206,22 +217,37 @@ static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *
     if (solve_devices(ctx))
         printf(" (%d x %s)", solve_devices(ctx), ctx->device_name);
     printf("%s%s%s\n", ctx->backend_note[0] ? " — " : "", ctx->backend_note, "");
-    printf("  method %s, batch %d, line search %s, %d sweeps (%s)\n", res->method,
-           r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch, r->so.line_search ? "on" : "off", res->sweeps,
-           res->stop_reason);
+    const int chol = strcmp(res->method, "cholesky") == 0;
+    if (chol)
+        printf("  method cholesky (equilibrated normal equations), refinement step %s\n",
+               res->refined ? "kept" : "not kept (it did not lower the normal residual)");
+    else
+        printf("  method %s, batch %d, line search %s, %d sweeps (%s)\n", res->method,
+               r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch, r->so.line_search ? "on" : "off",
+               res->sweeps, res->stop_reason);
     printf("  relative residual %.3e   normal residual %.3e", res->rel_residual, res->normal_residual);
     if (isfinite(r->coef_error))
         printf("   coefficient error %.3e", r->coef_error);
     printf("\n");
     if (res->zero_columns)
         printf("  %lld zero columns skipped (their coefficients are 0)\n", (long long)res->zero_columns);
-    printf("  solve %.4g s (setup %.4g s, sweeps %.4g s)%s, %.1f GB/s effective; total %.3g s with I/O\n",
-           res->solve_seconds, res->setup_seconds, res->sweep_seconds,
-           opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
+    if (chol)
+        printf("  solve %.4g s (X'X %.4g s, factor and solve %.4g s, refinement %.4g s)%s, %.1f GB/s effective; "
+               "total %.3g s with I/O\n",
+               res->solve_seconds, res->setup_seconds, res->sweep_seconds, res->refine_seconds,
+               opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
+    else
+        printf("  solve %.4g s (setup %.4g s, sweeps %.4g s)%s, %.1f GB/s effective; total %.3g s with I/O\n",
+               res->solve_seconds, res->setup_seconds, res->sweep_seconds,
+               opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
+    if (chol)
+        return;
     printf("  relative residual by sweep:");
     int step = res->sweeps > 12 ? res->sweeps / 12 : 1;
-    for (int s = 0; s <= res->sweeps; s += step)
-        printf(" %d:%.2e", s, res->history[s]);
+    for (int s = 0; s <= res->sweeps; s += step) {
+        const int floor = s < res->sweeps && res->history_floor > 0 && res->history[s] <= res->history_floor;
+        printf(" %d:%s%.2e", s, floor ? "<" : "", res->history[s]);
+    }
     printf("\n");
 }
 

@@ -1,8 +1,11 @@
 // solve_cpu.c: SolveBak's operations on the CPU backend (solve_ops.h states their contracts): block
 // Grams and the Gram of [X y] by OpenBLAS DSYRK/DGEMM over row chunks, the fused residual pass, the
-// block step and the Gram sweeps. f32 rows are widened to double chunk by chunk in the backend's scratch.
+// block step, the Gram sweeps, and the equilibrated Cholesky factor and solve (LAPACK dpotrf/dpotrs).
+// f32 rows are widened to double chunk by chunk in the backend's scratch.
 // provides: solve_ops_cpu
 #include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,10 +194,44 @@ static int cpu_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
     return DS_OK;
 }
 
+static int cpu_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *info)
+{
+    for (int64_t j = 0; j < n; j++)
+        s[j] = G[j * n + j] > 0 ? 1.0 / sqrt(G[j * n + j]) : 0.0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++)
+            G[i * n + j] = i == j && s[i] == 0.0 ? 1.0 : G[i * n + j] * s[i] * s[j];
+    if (n > INT_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "cholesky: %lld columns exceed LAPACK's int", (long long)n);
+    lapack_int rc = n > 0 ? LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, G, (lapack_int)n) : 0;
+    if (rc < 0)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "LAPACK dpotrf: argument %d invalid", (int)-rc);
+    *info = (int)rc;
+    return DS_OK;
+}
+
+static int cpu_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,
+                          int add)
+{
+    double *t = cpu_scratch(ctx, (size_t)(n > 0 ? n : 1));
+    if (!t)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    for (int64_t j = 0; j < n; j++)
+        t[j] = s[j] * b[j];
+    lapack_int rc = n > 0 ? LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, 1, F, (lapack_int)n, t, 1) : 0;
+    if (rc != 0)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "LAPACK dpotrs: argument %d invalid", (int)-rc);
+    for (int64_t j = 0; j < n; j++)
+        x[j] = add ? x[j] + s[j] * t[j] : s[j] * t[j];
+    return DS_OK;
+}
+
 const solve_ops solve_ops_cpu = {
     .block_grams = cpu_block_grams,
     .grad_update = cpu_grad_update,
     .block_step = cpu_block_step,
     .gram = cpu_gram,
     .gram_sweeps = cpu_gram_sweeps,
+    .chol_factor = cpu_chol_factor,
+    .chol_solve = cpu_chol_solve,
 };

@@ -1,6 +1,7 @@
 // solve_cuda.c: SolveBak's operations on the CUDA backend (solve_ops.h states their contracts): the Gram
 // products (cuBLAS: strided-batched GEMMs for the block Grams, a tiled split-K product or chunked DSYRK
-// for XᵀX) and the launches of kernels/solve for the fused passes, block steps and Gram sweeps.
+// for XᵀX), the launches of kernels/solve for the fused passes, block steps and Gram sweeps, and the
+// equilibrated Cholesky factor and solve (cuSOLVER potrf/potrs).
 // provides: solve_ops_cuda
 #define _POSIX_C_SOURCE 200809L
 
@@ -324,10 +325,50 @@ static int cuda_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
     return DS_OK;
 }
 
+// cuSOLVER sees the row-major symmetric G as its transpose, the same matrix: its lower triangle (the
+// upper of ours) holds the factor, which chol_solve passes back to potrs with the same fill mode.
+static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *info)
+{
+    cuda_state *st = state(ctx);
+    *info = 0;
+    if (n == 0)
+        return DS_OK;
+    if (n > INT_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "cholesky: %lld columns exceed cuSOLVER's int", (long long)n);
+    cusolverDnHandle_t h;
+    DS_CHECK(cuda_solver(ctx, &h));
+    CUDA_CHECK(ctx, ds_k_chol_scale(G, n, s, st->stream));
+    int lwork = 0;
+    SOLVER_CHECK(ctx, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, &lwork));
+    double *work;
+    DS_CHECK(scratch_reserve(ctx, (size_t)lwork + 1, &work));  // the last double holds devInfo
+    int *dev_info = (int *)(work + lwork);
+    SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
+    return ctx->be->download(ctx, info, dev_info, sizeof(int));
+}
+
+static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,
+                           int add)
+{
+    cuda_state *st = state(ctx);
+    if (n == 0)
+        return DS_OK;
+    cusolverDnHandle_t h;
+    DS_CHECK(cuda_solver(ctx, &h));
+    double *t;
+    DS_CHECK(scratch_reserve(ctx, (size_t)n + 1, &t));  // t[n] holds devInfo
+    CUDA_CHECK(ctx, ds_k_scale_vec(s, b, t, n, 0, st->stream));
+    SOLVER_CHECK(ctx, cusolverDnDpotrs(h, CUBLAS_FILL_MODE_LOWER, (int)n, 1, F, (int)n, t, (int)n, (int *)(t + n)));
+    CUDA_CHECK(ctx, ds_k_scale_vec(s, t, x, n, add, st->stream));
+    return DS_OK;
+}
+
 const solve_ops solve_ops_cuda = {
     .block_grams = cuda_block_grams,
     .grad_update = cuda_grad_update,
     .block_step = cuda_block_step,
     .gram = cuda_gram,
     .gram_sweeps = cuda_gram_sweeps,
+    .chol_factor = cuda_chol_factor,
+    .chol_solve = cuda_chol_solve,
 };

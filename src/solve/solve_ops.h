@@ -62,6 +62,18 @@ typedef struct solve_ops {
     int (*gram)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
 
     int (*gram_sweeps)(ds_ctx *ctx, const ds_gram_args *args);
+
+    // The Cholesky factor of the equilibrated Gram (--method cholesky). G: n × n, full symmetric,
+    // row-major, overwritten. s[j] = 1/√G_jj (0 for a zero column, whose row and column of the scaled
+    // matrix become e_j); G ← S·G·S, then its Cholesky factor in place (the part that chol_solve reads
+    // is the backend's own). *info (host): 0, or j ≥ 1 when the leading minor of order j of S·G·S is not
+    // positive definite (X rank deficient, or too ill-conditioned for the normal equations). Waits.
+    int (*chol_factor)(ds_ctx *ctx, double *G, int64_t n, double *s, int *info);
+
+    // x = S·(S·G·S)⁻¹·S·b from chol_factor's F and s (b, x: [n]; b is not changed, x may not alias b);
+    // with add, x += that instead. Queued.
+    int (*chol_solve)(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,
+                      int add);
 } solve_ops;
 
 #endif

@@ -5,6 +5,7 @@
 // agreed failure, so the phases can agree again on the way out.
 #include "solve/solvebak.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,39 @@ static int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, 
     }
 }
 
+// ‖x‖₂ without overflow or underflow in the squares (x scaled by its largest magnitude).
+static double sb_norm2(const double *x, int64_t n)
+{
+    double big = 0, sum = 0;
+    for (int64_t j = 0; j < n; j++)
+        big = fmax(big, fabs(x[j]));
+    if (!(big > 0) || !isfinite(big))
+        return big;
+    for (int64_t j = 0; j < n; j++)
+        sum += (x[j] / big) * (x[j] / big);
+    return big * sqrt(sum);
+}
+
+// --method cholesky, in place of the sweeps: the equilibrated Cholesky factor of the reduced G (in place,
+// its scales in w->coef) and a = S·F⁻¹·S·c. Both stay for the refinement. A G that is not positive
+// definite is a numerical failure (exit 4) naming the column; ranks agree on it after the step.
+static int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
+{
+    const ds_backend *be = ctx->be;
+    int info = 0;
+    DS_CHECK(be->solve->chol_factor(ctx, w->sys, n, w->coef, &info));
+    if (info > 0)
+        return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
+                       "solve --method cholesky: X'X is not positive definite at column %d of %lld after scaling "
+                       "(X is rank deficient, or too ill-conditioned for the normal equations)",
+                       info, (long long)n);
+    DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->sys + n * n, w->a, 0));
+    DS_CHECK(be->copy(ctx, w->hist + 1, w->ee, sizeof(double)));  // the certificate replaces it
+    res->sweeps = 1;
+    res->stop_reason = "solved";
+    return DS_OK;
+}
+
 // The certificate, from a fresh pass over X: e = y − X·a, Xᵀe and ‖e‖², reduced over ranks.
 static int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
@@ -240,17 +274,48 @@ static int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, s
     if (rc == DS_OK)
         rc = be->download(ctx, host + n + 1, w->diag, (size_t)n * sizeof(double));
     if (rc == DS_OK) {
-        double xtx = 0, xe = 0, yy = res->history[0];
+        double xtx = 0, yy = res->history[0];
         for (int64_t j = 0; j < n; j++) {
-            xe += host[j] * host[j];
             xtx += host[n + 1 + j];
             res->zero_columns += host[n + 1 + j] == 0.0;
         }
+        const double xe = sb_norm2(host, n);  // scaled: Xᵀe of a column scaled by 1e100 squares past DBL_MAX
         res->rel_residual = yy > 0 ? sqrt(host[n] / yy) : sqrt(host[n]);
-        res->normal_residual = xtx > 0 && yy > 0 ? sqrt(xe) / (sqrt(xtx) * sqrt(yy)) : sqrt(xe);
+        res->normal_residual = xtx > 0 && yy > 0 ? xe / (sqrt(xtx) * sqrt(yy)) : xe;
     }
     free(host);
     return rc;
+}
+
+// One step of iterative refinement from the certificate pass (w->gout = Xᵀe): a += S·F⁻¹·S·Xᵀe, kept
+// when rank 0's normal residual falls, else a and the certificate are restored. Collective.
+static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = X->cols;
+    const sb_result before = *res;
+    DS_CHECK(be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double)));
+    DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1));
+    res->zero_columns = 0;
+    DS_CHECK(ctx_agree(ctx, sb_check(ctx, X, y, w, res)));
+    int keep = res->normal_residual < before.normal_residual;
+    MPI_Bcast(&keep, 1, MPI_INT, 0, ctx->comm);
+    res->refined = keep;
+    if (keep)
+        return DS_OK;
+    res->rel_residual = before.rel_residual;
+    res->normal_residual = before.normal_residual;
+    res->zero_columns = before.zero_columns;
+    return be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+}
+
+// The refinement between marks 5 and 6 (refine_seconds).
+static int sb_chol_refine_timed(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
+{
+    DS_CHECK(ctx->be->mark(ctx, 5));
+    DS_CHECK(sb_chol_refine(ctx, X, y, w, res));
+    DS_CHECK(ctx->be->mark(ctx, 6));
+    return ctx->be->elapsed(ctx, 5, 6, &res->refine_seconds);
 }
 
 static int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_work *w)
@@ -261,9 +326,10 @@ static int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram
     DS_CHECK(sb_alloc(ctx, &w->diag, n));
     DS_CHECK(sb_alloc(ctx, &w->hist, o->iters + 1));
     DS_CHECK(sb_alloc(ctx, &w->gout, n + 1));
-    if (gram) {
+    if (gram) {  // the Gram route and cholesky (whose scales take coef)
         DS_CHECK(sb_alloc(ctx, &w->sys, n * n + n + 1));
         DS_CHECK(sb_alloc(ctx, &w->g, n));
+        DS_CHECK(sb_alloc(ctx, &w->coef, n));
         return sb_alloc(ctx, &w->ee, 1);
     }
     DS_CHECK(sb_alloc(ctx, &w->grams, nblocks * B * B));
@@ -271,10 +337,12 @@ static int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram
     return sb_alloc(ctx, &w->coef, B);
 }
 
-// Sweeps of either route, timed between marks 0 (start), 1 (after setup) and 2 (after the sweeps).
-static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts *o, int gram, sb_work *w,
+// Sweeps of either route (cholesky: the factor and solve), timed between marks 0 (start), 1 (after
+// setup) and 2 (after the sweeps).
+static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts *o, int method, sb_work *w,
                     sb_result *res)
 {
+    const int gram = method != SB_METHOD_RESIDUAL;
     const ds_backend *be = ctx->be;
     sb_loop L = {.checking = o->tol > 0 || o->progress};
     DS_CHECK(be->sync(ctx));
@@ -283,7 +351,9 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
     DS_CHECK(ctx_agree(ctx, gram ? sb_gram_setup(ctx, X, y, w) : sb_residual_setup(ctx, X, y, o->batch, w)));
     DS_CHECK(be->mark(ctx, 1));
     L.t0 = MPI_Wtime();
-    int rc = gram ? sb_gram_sweeps(ctx, X->cols, o, w, &L, res) : sb_residual_sweeps(ctx, X, o, o->batch, w, &L, res);
+    int rc = method == SB_METHOD_CHOLESKY ? sb_chol_step(ctx, X->cols, w, res)
+             : gram                       ? sb_gram_sweeps(ctx, X->cols, o, w, &L, res)
+                                          : sb_residual_sweeps(ctx, X, o, o->batch, w, &L, res);
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(be->mark(ctx, 2));
     DS_CHECK(be->elapsed(ctx, 0, 1, &res->setup_seconds));
@@ -293,12 +363,57 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
 
 static void sb_times_max(ds_ctx *ctx, sb_result *res)
 {
-    double t[4] = {res->setup_seconds, res->sweep_seconds, res->check_seconds, res->setup_seconds + res->sweep_seconds};
-    MPI_Allreduce(MPI_IN_PLACE, t, 4, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    double t[5] = {res->setup_seconds, res->sweep_seconds, res->check_seconds, res->refine_seconds,
+                   res->setup_seconds + res->sweep_seconds + res->refine_seconds};
+    MPI_Allreduce(MPI_IN_PLACE, t, 5, MPI_DOUBLE, MPI_MAX, ctx->comm);
     res->setup_seconds = t[0];
     res->sweep_seconds = t[1];
     res->check_seconds = t[2];
-    res->solve_seconds = t[3];  // the slowest rank's setup and sweeps
+    res->refine_seconds = t[3];
+    res->solve_seconds = t[4];  // the slowest rank's setup, sweeps and refinement
+}
+
+// Every rank reports, and decides on, rank 0's results (MPI reductions need not be bitwise equal on all
+// ranks): the coefficients, the history as relative residuals, the certificate, the slowest rank's
+// times and the bytes read (pass: one pass over X, all ranks). DS_ERR_NUMERIC when anything is not finite.
+static int sb_finish(ds_ctx *ctx, int64_t n, double pass, int method, const sb_opts *o, sb_result *res)
+{
+    MPI_Bcast(res->a, (int)n, MPI_DOUBLE, 0, ctx->comm);
+    MPI_Bcast(res->history, res->sweeps + 1, MPI_DOUBLE, 0, ctx->comm);
+    double cert[3] = {res->rel_residual, res->normal_residual, (double)res->zero_columns};
+    MPI_Bcast(cert, 3, MPI_DOUBLE, 0, ctx->comm);
+    res->rel_residual = cert[0];
+    res->normal_residual = cert[1];
+    res->zero_columns = (int64_t)cert[2];
+    sb_times_max(ctx, res);
+    const double yy = res->history[0];
+    for (int s = 0; s <= res->sweeps; s++)
+        res->history[s] = yy > 0 ? sqrt(fmax(res->history[s], 0.0) / yy) : 0.0;
+    // The Gram route's running values are estimates: ‖e‖² = yy − (a sum of terms as large as yy), whose
+    // rounding leaves it known only to about ε·yy, so a relative residual below √ε is only known to be
+    // below √ε: such entries are the floor, and the summary prints "<floor". The last entry is the exact
+    // one of the check pass.
+    if (method == SB_METHOD_GRAM) {
+        res->history_floor = sqrt(DBL_EPSILON);
+        for (int s = 1; s < res->sweeps; s++)
+            res->history[s] = fmax(res->history[s], res->history_floor);
+    }
+    res->history[res->sweeps] = res->rel_residual;
+    res->bytes = method == SB_METHOD_CHOLESKY ? 2.0 * pass  // the Gram pass and the refinement's certificate
+                 : method == SB_METHOD_GRAM   ? pass
+                                              : pass * (1.0 + 2.0 * res->sweeps);
+    int finite = isfinite(res->rel_residual) && isfinite(res->normal_residual);
+    for (int s = 0; s <= res->sweeps; s++)
+        finite = finite && isfinite(res->history[s]) && res->history[s] <= 1e3;
+    for (int64_t j = 0; j < n; j++)
+        finite = finite && isfinite(res->a[j]);
+    if (!finite || strcmp(res->stop_reason, "diverged") == 0) {
+        res->stop_reason = "diverged";
+        return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
+                       "solve diverged (relative residual %.3g after %d sweeps)%s", res->rel_residual, res->sweeps,
+                       o->line_search ? "" : "; the raw block update needs --batch 1 or line search on correlated columns");
+    }
+    return DS_OK;
 }
 
 int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global,
@@ -313,16 +428,18 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
     const int64_t rows_mean = (n_rows_global + ctx->nranks - 1) / ctx->nranks;
     int method = o.method != SB_METHOD_AUTO ? o.method : solvebak_pick_method(ctx, rows_mean, n, X->f32, &o);
     MPI_Bcast(&method, 1, MPI_INT, 0, ctx->comm);  // rank 0's choice: nodes may differ in cores
-    res->method = method == SB_METHOD_GRAM ? "gram" : "residual";
+    res->method = method == SB_METHOD_CHOLESKY ? "cholesky" : method == SB_METHOD_GRAM ? "gram" : "residual";
+    if (method == SB_METHOD_CHOLESKY && o.iters < 1)
+        o.iters = 1;  // the history holds the start and the solve
     res->a = calloc((size_t)n, sizeof(double));
     res->history = calloc((size_t)o.iters + 1, sizeof(double));
     sb_work w = {0};
     int rc = res->a && res->history ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     if (rc == DS_OK)
-        rc = sb_alloc_all(ctx, X, &o, method == SB_METHOD_GRAM, &w);
+        rc = sb_alloc_all(ctx, X, &o, method != SB_METHOD_RESIDUAL, &w);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method == SB_METHOD_GRAM, &w, res));
+        rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method, &w, res));
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->history, w.hist, (size_t)(res->sweeps + 1) * sizeof(double));
     if (rc == DS_OK)
@@ -334,42 +451,19 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
         if (rc == DS_OK)
             rc = ctx->be->elapsed(ctx, 3, 4, &res->check_seconds);
     }
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && method == SB_METHOD_CHOLESKY)
+        rc = sb_chol_refine_timed(ctx, X, y, &w, res);
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
     rc = ctx_agree(ctx, rc);
     sb_work_free(ctx, &w);
+    if (rc != DS_OK && method == SB_METHOD_CHOLESKY)
+        solvebak_result_free(res);  // nothing to report: no factor, no coefficients
     if (rc != DS_OK)
         return rc;
 
-    // Every rank reports, and decides on, rank 0's results (MPI reductions need not be bitwise equal
-    // on all ranks).
-    MPI_Bcast(res->a, (int)n, MPI_DOUBLE, 0, ctx->comm);
-    MPI_Bcast(res->history, res->sweeps + 1, MPI_DOUBLE, 0, ctx->comm);
-    double cert[3] = {res->rel_residual, res->normal_residual, (double)res->zero_columns};
-    MPI_Bcast(cert, 3, MPI_DOUBLE, 0, ctx->comm);
-    res->rel_residual = cert[0];
-    res->normal_residual = cert[1];
-    res->zero_columns = (int64_t)cert[2];
-    sb_times_max(ctx, res);
-    const double yy = res->history[0];
-    for (int s = 0; s <= res->sweeps; s++)
-        res->history[s] = yy > 0 ? sqrt(fmax(res->history[s], 0.0) / yy) : 0.0;
-    // The last entry is the exact one of the check pass (the Gram route's running values are estimates).
-    res->history[res->sweeps] = res->rel_residual;
-    const double sz = X->f32 ? 4.0 : 8.0, pass = (double)n_rows_global * (double)n * sz;
-    res->bytes = method == SB_METHOD_GRAM ? pass : pass * (1.0 + 2.0 * res->sweeps);
-    int finite = isfinite(res->rel_residual) && isfinite(res->normal_residual);
-    for (int s = 0; s <= res->sweeps; s++)
-        finite = finite && isfinite(res->history[s]) && res->history[s] <= 1e3;
-    for (int64_t j = 0; j < n; j++)
-        finite = finite && isfinite(res->a[j]);
-    if (!finite || strcmp(res->stop_reason, "diverged") == 0) {
-        res->stop_reason = "diverged";
-        return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
-                       "solve diverged (relative residual %.3g after %d sweeps)%s", res->rel_residual, res->sweeps,
-                       o.line_search ? "" : "; the raw block update needs --batch 1 or line search on correlated columns");
-    }
-    return DS_OK;
+    return sb_finish(ctx, n, (double)n_rows_global * (double)n * (X->f32 ? 4.0 : 8.0), method, &o, res);
 }
 
 void solvebak_result_free(sb_result *res)

@@ -5,6 +5,9 @@
 //             block Gram (no second reduction), then e −= alpha·X_b·da on each rank;
 //   gram:     G = XᵀX and c = Xᵀy in one pass over X and one allreduce, then the same sweeps on the
 //             n × n system, on the device, replicated on every rank.
+// And the direct method on the same system, cholesky: columns equilibrated (s_j = 1/‖X_j‖), the Cholesky
+// factor of S·G·S and one solve, then one step of iterative refinement from the certificate pass, kept
+// when it lowers the normal residual. A G that is not positive definite is exit 4.
 // provides: sb_opts, sb_result, solvebak_run, solvebak_result_free, SB_METHOD_*
 #ifndef DS_SOLVEBAK_H
 #define DS_SOLVEBAK_H
@@ -14,7 +17,7 @@
 #include "core/ctx.h"
 #include "solve/solve_ops.h"
 
-enum { SB_METHOD_AUTO, SB_METHOD_RESIDUAL, SB_METHOD_GRAM };
+enum { SB_METHOD_AUTO, SB_METHOD_RESIDUAL, SB_METHOD_GRAM, SB_METHOD_CHOLESKY };
 
 typedef struct sb_opts {
     int batch;        // columns per block; 1 is the sequential algorithm
@@ -27,17 +30,21 @@ typedef struct sb_opts {
 
 typedef struct sb_result {
     double *a;             // [n], host memory, every rank
-    const char *method;    // "residual" or "gram"
-    const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"
+    const char *method;    // "residual", "gram" or "cholesky"
+    const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"; "solved" (cholesky)
     int sweeps;
     int64_t zero_columns;
     double *history;       // [sweeps + 1]: relative residual before the first and after each sweep
+    double history_floor;  // > 0: the running estimates (gram) are known only down to it; entries at it
+                           // mean "≤ floor" (the last entry, from the check pass, is exact)
     double rel_residual;   // ‖y − X·a‖ / ‖y‖, from a fresh pass over X
     double normal_residual;  // ‖Xᵀ(y − X·a)‖ / (‖X‖_F·‖y‖)
     double setup_seconds;  // block Grams (residual) or G = XᵀX (gram), with their allreduce
     double sweep_seconds;
-    double solve_seconds;  // setup + sweeps
+    double solve_seconds;  // setup + sweeps (+ refinement)
     double check_seconds;  // the final residual pass
+    int refined;           // cholesky: 1 when the refinement step lowered the normal residual and was kept
+    double refine_seconds; // cholesky: the refinement (a solve and a certificate pass); in solve_seconds
     double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
 } sb_result;
 
