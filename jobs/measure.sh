@@ -12,7 +12,8 @@
 # PARTs, in the order given (a GPU part on a machine without a GPU is skipped, not failed):
 #   build        jobs/build.sh into DSOLVE_BUILD (default build/; incremental)
 #   ctest        ctest -L gpu (the GPU tests; they skip without a GPU);  ctest-all  every test
-#   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32);
+#   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
+#                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
@@ -26,8 +27,9 @@
 #   peers        every GPU peer of solve, ann, sort and bench, without dsolve
 #   scaling      solve (both routes), ann and sort, strong and weak, on 1, 2, 4 and 8 GPUs (those present)
 #   hdf5         gen writes 1 M x 1 000 (8 GB, in DSOLVE_SCRATCH or /tmp), solve --input reads it
-#   cpu          the CPU backend (solve batch 100 and 1, ann, sort 10^8, logreg on 2 ranks), each
-#                followed by the seed's NumPy code on the same cores
+#   cpu          the CPU backend (solve batch 100 and 1, cholesky, ann, sort 10^8, logreg on 2 ranks),
+#                each followed by the seed's NumPy code (cholesky: NumPy's normal equations,
+#                jobs/normal_eq.py) on the same cores
 #   all          build ctest solve ann sort logreg bench cpu, and scaling where there are 2 GPUs or more;
 #                meant to fit one 10-minute call on a bare one-GPU machine (not timed there yet: set
 #                DSOLVE_DEADLINE, and see how long each part took at the end of log.txt)
@@ -204,6 +206,7 @@ part_solve() {
     dsr seed_b100_f32 1 solve --precision f32 --repeat 20
     dsr seed_b1 1 solve --batch 1 --method gram --repeat 10
     dsr seed_b1_residual 1 solve --batch 1 --method residual --repeat 3
+    dsr seed_cholesky 1 solve --method cholesky --repeat 20
     peers_solve
 }
 
@@ -350,6 +353,12 @@ part_cpu() {
     peer numpy_solvebak_b100 1 numpy seed_peers.py solvebak --xp numpy --batch 100
     dsr solve_b1 1 solve --backend cpu --batch 1 --repeat 3
     peer numpy_solvebak_b1 1 numpy seed_peers.py solvebak --xp numpy --batch 1
+    dsr solve_cholesky 1 solve --backend cpu --method cholesky --repeat 3
+    if have_py numpy; then
+        run numpy_normal_eq "$DS_PYTHON" jobs/normal_eq.py
+    else
+        skip numpy_normal_eq "$DS_PYTHON has no numpy"
+    fi
     dsr ann_seed 1 ann --backend cpu --repeat 3
     peer numpy_ann 2 numpy seed_peers.py ann --xp numpy --vars 10
     dsr sort_i32_1e8 1 sort --backend cpu --gen 100000000 --dtype int32 --repeat 3 --verify

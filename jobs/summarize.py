@@ -156,12 +156,18 @@ def sec_solve(job):
     rows = []
     for name, peer in (("seed_b100", "cupy_solvebak_b100"), ("seed_b100_residual", "cupy_solvebak_b100"),
                        ("seed_b100_f32", "cupy_solvebak_b100"), ("seed_b1", "cupy_solvebak_b1"),
-                       ("seed_b1_residual", "cupy_solvebak_b1")):
-        j, p, rec = job.get("solve", name), job.peer(peer), job.rec("solve", name)
+                       ("seed_b1_residual", "cupy_solvebak_b1"), ("seed_cholesky", None)):
+        j, p, rec = job.get("solve", name), peer and job.peer(peer), job.rec("solve", name)
         if not rec:
             continue
         if not j:
             rows.append([name, f"`{short(rec.get('command'))}`", "not measured", "", "", "", ""])
+            continue
+        if j.get("method") == "cholesky":
+            rows.append([name, f"`{short(rec['command'])}`", f"**{t(j['solve_seconds'])}**",
+                         f"cholesky: X'X {t(j.get('setup_seconds'))}, factor and solve {t(j.get('sweep_seconds'))}, "
+                         f"refinement {t(j.get('refine_seconds'))} (kept: {j.get('refined')})",
+                         num(j.get("rel_residual"), "{:.2g}"), "—", ""])
             continue
         dg = ""
         if h200 and j.get("method") == "gram" and j.get("setup_seconds"):
@@ -172,13 +178,16 @@ def sec_solve(job):
                      f"CuPy {t(p['seconds'])}" if p else "—", x(ratio(p and p["seconds"], j["solve_seconds"]))])
     out = ["## SolveBak, seed problem: 100 000 × 1 000 f64, 10 sweeps", ""]
     out += table(["run", "command", "dsolve", "parts", "rel. residual", "peer (seed's CuPy, warm)", "ratio"], rows) if rows else []
-    b100 = job.get("solve", "seed_b100")
+    b100, chol = job.get("solve", "seed_b100"), job.get("solve", "seed_cholesky")
     for key, label in (("torch normal equations (GEMM + Cholesky)", "torch X.T@X + Cholesky"),
                        ("torch.linalg.lstsq (QR)", "torch.linalg.lstsq (QR)")):
         p = job.peer("torch_lstsq", "peer", key)
         if p:
-            out.append(f"- {label}: {t(p['seconds'])} (rel. residual {p['rel_residual']:.2g}); "
-                       f"against dsolve batch 100: {x(ratio(p['seconds'], b100 and b100['solve_seconds']))}")
+            line = (f"- {label}: {t(p['seconds'])} (rel. residual {p['rel_residual']:.2g}); "
+                    f"against dsolve batch 100: {x(ratio(p['seconds'], b100 and b100['solve_seconds']))}")
+            if chol:
+                line += f"; against dsolve cholesky: {x(ratio(p['seconds'], chol['solve_seconds']))}"
+            out.append(line)
     return out + [""] if len(out) > 2 else []
 
 
@@ -188,6 +197,7 @@ def sec_cpu(job):
     rows = []
     for name, key, peer in (("solve_b100", "solve_seconds", "numpy_solvebak_b100"),
                             ("solve_b1", "solve_seconds", "numpy_solvebak_b1"),
+                            ("solve_cholesky", "solve_seconds", "numpy_normal_eq"),
                             ("ann_seed", "seconds", "numpy_ann"), ("sort_i32_1e8", "seconds", "numpy_sort_1e8")):
         j, p, rec = job.get("cpu", name), job.peer(peer), job.rec("cpu", name)
         if not rec:
@@ -197,6 +207,8 @@ def sec_cpu(job):
             extra = f" (test r {j['test_r']:.8f})"
         if j and name.startswith("solve"):
             extra = f" ({j['method']})"
+        if name == "solve_cholesky" and j:
+            extra += f", rel. residual {j['rel_residual']:.2g}"
         rows.append([name, f"`{short(rec.get('command'))}`", (f"**{t(j[key])}**" + extra) if j else "not measured",
                      t(p["seconds"]) if p else "—", x(ratio(p and p["seconds"], j and j[key]))])
     out = ["## CPU backend against the seed's NumPy code on the same cores", ""]
