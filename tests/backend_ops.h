@@ -153,6 +153,8 @@ void case_solve_grad_update(ops_run *r);
 void case_solve_block_step(ops_run *r);
 void case_solve_gram(ops_run *r);
 void case_solve_gram_sweeps(ops_run *r);
+void case_solve_chol_factor(ops_run *r);
+void case_solve_chol_solve(ops_run *r);
 
 void case_ann_gather_fit_rows(ops_run *r);
 void case_ann_route_requests(ops_run *r);

@@ -340,6 +340,8 @@ static const ops_case cases[] = {
     {"solve.block_step", case_solve_block_step},
     {"solve.gram", case_solve_gram},
     {"solve.gram_sweeps", case_solve_gram_sweeps},
+    {"solve.chol_factor", case_solve_chol_factor},
+    {"solve.chol_solve", case_solve_chol_solve},
     {"ann.gather_fit_rows", case_ann_gather_fit_rows},
     {"ann.route_requests", case_ann_route_requests},
     {"ann.route_place", case_ann_route_place},

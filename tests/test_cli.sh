@@ -108,6 +108,45 @@ PY
 "$mpiexec" -np 2 "$dsolve" solve --input g32.h5 --precision f32 --iters 300 --json >g32.json 2>/dev/null || bad "solve g32.h5"
 "$py" -c "import json,sys; j=json.load(open('g32.json')); sys.exit(0 if j['rel_residual'] < 1e-6 else 1)" && ok || bad "f32 solve: $(cat g32.json)"
 
+# --method cholesky: one direct step and its refinement, reported; a rank-deficient X (a duplicated
+# column) is exit 4 with one line naming the column (0-based, as the input checks name rows and columns)
+# and no output file; a zero column is no error (its coefficient is 0).
+"$mpiexec" -np 2 "$dsolve" solve --method cholesky --rows 20000 --cols 200 --json >chol.json 2>stderr.txt
+[ $? -eq 0 ] && ok || bad "solve --method cholesky failed: $(cat stderr.txt)"
+"$py" - <<'PY' && ok || bad "cholesky --json: $(cat chol.json)"
+import json
+j = json.loads(open("chol.json").read())
+assert j["method"] == "cholesky" and j["sweeps"] == 1 and j["stop_reason"] == "solved", j
+assert j["rel_residual"] < 1e-12 and j["normal_residual"] < 1e-12 and j["coef_error"] < 1e-10, j
+assert isinstance(j["refined"], bool) and 0 <= j["refine_seconds"] <= j["solve_seconds"], j
+h = j["residual_history"]
+assert len(h) == 2 and h[0] == 1 and h[1] == j["rel_residual"], h
+PY
+"$py" - <<'PY'
+import h5py, numpy as np
+rng = np.random.default_rng(2)
+def write(name, X, a):
+    with h5py.File(name, "w") as f:
+        f["X"] = X; f["y"] = X @ a
+X = rng.random((2000, 30)) - 0.5; X[:, 21] = X[:, 7]; write("dup.h5", X, rng.random(30))
+X = rng.random((50, 4)) - 0.5; X[:, 3] = X[:, 1]; write("dup4.h5", X, np.arange(1.0, 5.0))
+X = rng.random((50, 4)) - 0.5; X[:, 2] = X[:, 0]; write("dup0.h5", X, np.arange(1.0, 5.0))
+X = rng.random((500, 6)) - 0.5; X[:, 4] = 0; write("zero.h5", X, np.arange(1.0, 7.0))
+PY
+expect 4 "column 21[^0-9]" 2 solve --input dup.h5 --method cholesky --output out.h5
+expect 4 "column 3[^0-9]" 1 solve --input dup4.h5 --method cholesky --output out.h5
+expect 4 "column 2[^0-9]" 3 solve --input dup0.h5 --method cholesky --output out.h5
+"$mpiexec" -np 2 "$dsolve" solve --input zero.h5 --method cholesky --output out.h5 --json >zero.json 2>stderr.txt
+[ $? -eq 0 ] && ok || bad "cholesky with a zero column failed: $(cat stderr.txt)"
+"$py" - <<'PY' && ok || bad "cholesky with a zero column: $(cat zero.json)"
+import h5py, json, numpy as np
+j = json.loads(open("zero.json").read())
+assert j["zero_columns"] == 1 and j["rel_residual"] < 1e-12, j
+with h5py.File("out.h5") as f:
+    a = f["a"][...]
+assert a[4] == 0 and np.allclose(a, [1, 2, 3, 4, 0, 6], rtol=0, atol=1e-10), a
+PY
+
 # --help comes from the option table; --version names the libraries.
 "$dsolve" solve --help | grep -q -- "--no-line-search" && ok || bad "solve --help"
 "$dsolve" --version | grep -q "HDF5" && ok || bad "--version"

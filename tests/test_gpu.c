@@ -1,7 +1,9 @@
-// test_gpu.c: the CUDA backend against the CPU backend on whole solves (both methods, batches of 1 and
-// more, f32 and f64, correlated columns), on fresh random problems (the seed is printed so a failure
+// test_gpu.c: the CUDA backend against the CPU backend on whole solves (both SolveBak routes, batches of 1
+// and more, f32 and f64, correlated columns; and --method cholesky), on fresh random problems (the seed is printed so a failure
 // can be replayed with DSOLVE_TEST_SEED). Their operations one by one are test_backend_ops's. Run with
 // 1, 2 or 4 ranks, one GPU each; exits 77 (skipped) where the ranks have no GPU of their own.
+#include <string.h>
+
 #include "core/data.h"
 #include "harness.h"
 #include "solve/solvebak.h"
@@ -33,6 +35,36 @@ static void test_solve(pair *p, int64_t m, int64_t n, int f32, int batch, int me
     solvebak_result_free(&r[1]);
 }
 
+// --method cholesky on both backends, on a fresh consistent problem (y = X·a_true): the coefficients
+// within 1e-10 of each other (relative), and each backend's certificate, the relative and the normal
+// residual, ≤ 1e-12.
+static void test_cholesky(pair *p, int64_t m, int64_t n, int f32, double corr)
+{
+    gen_lsq prob = {.rows = m, .cols = n, .seed = p->seed + 1, .corr = corr};
+    sb_opts o = {.batch = 100, .iters = 10, .line_search = 1, .method = SB_METHOD_CHOLESKY};
+    ds_ctx *c[2] = {&p->cpu, &p->gpu};
+    sb_result r[2] = {{0}};
+    for (int i = 0; i < 2; i++) {
+        ds_data d;
+        CHECK(data_gen_lsq(c[i], &prob, f32, &d) == DS_OK, "data_gen_lsq: %s", c[i]->msg.text);
+        int rc = solvebak_run(c[i], &d.X, d.y, d.rows_global, &o, &r[i]);
+        CHECK(rc == DS_OK, "cholesky on %s: %s", c[i]->be->name, c[i]->msg.text);
+        data_free(c[i], &d);
+        if (rc != DS_OK)
+            break;
+        CHECK(strcmp(r[i].method, "cholesky") == 0, "method %s on %s", r[i].method, c[i]->be->name);
+        CHECK(r[i].rel_residual <= 1e-12 && r[i].normal_residual <= 1e-12,
+              "cholesky %lld x %lld %s on %s: relative residual %.3e, normal residual %.3e (refined %d), want ≤ 1e-12",
+              (long long)m, (long long)n, f32 ? "f32" : "f64", c[i]->be->name, r[i].rel_residual, r[i].normal_residual,
+              r[i].refined);
+    }
+    double d = r[0].a && r[1].a ? test_rel_diff(r[1].a, r[0].a, n) : INFINITY;
+    CHECK(d <= 1e-10, "cholesky %lld x %lld %s rho %.1f: cuda vs cpu coefficients differ by %.3e", (long long)m,
+          (long long)n, f32 ? "f32" : "f64", corr, d);
+    solvebak_result_free(&r[0]);
+    solvebak_result_free(&r[1]);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -51,6 +83,9 @@ int main(int argc, char **argv)
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_RESIDUAL, 0.5);
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_GRAM, 0.5);
         test_solve(&p, 50000, 1000, 0, 100, SB_METHOD_AUTO, 0.0);
+        test_cholesky(&p, 20000, 300, 0, 0.0);
+        test_cholesky(&p, 20000, 300, 1, 0.5);
+        test_cholesky(&p, 50000, 1000, 0, 0.3);
     }
     ctx_close(&p.gpu);
     ctx_close(&p.cpu);

@@ -207,6 +207,14 @@ static int cpu_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *in
     if (rc < 0)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "LAPACK dpotrf: argument %d invalid", (int)-rc);
     *info = (int)rc;
+    if (*info == 0) {
+        double *d = cpu_scratch(ctx, (size_t)(n > 0 ? n : 1));
+        if (!d)
+            return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+        for (int64_t j = 0; j < n; j++)
+            d[j] = G[j * n + j];
+        *info = chol_pivot_info(d, n);
+    }
     return DS_OK;
 }
 

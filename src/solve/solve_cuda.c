@@ -341,10 +341,21 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *i
     int lwork = 0;
     SOLVER_CHECK(ctx, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, &lwork));
     double *work;
-    DS_CHECK(scratch_reserve(ctx, (size_t)lwork + 1, &work));  // the last double holds devInfo
-    int *dev_info = (int *)(work + lwork);
+    DS_CHECK(scratch_reserve(ctx, (size_t)lwork + (size_t)n + 1, &work));  // then the diagonal, then devInfo
+    double *diag = work + lwork;
+    int *dev_info = (int *)(diag + n);
     SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
-    return ctx->be->download(ctx, info, dev_info, sizeof(int));
+    CUDA_CHECK(ctx, ds_k_gather(diag, G, n, n + 1, st->stream));
+    double *d = malloc((size_t)n * sizeof(double));  // once a solve, not in a loop
+    if (!d)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = ctx->be->download(ctx, info, dev_info, sizeof(int));
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, d, diag, (size_t)n * sizeof(double));
+    if (rc == DS_OK && *info == 0)
+        *info = chol_pivot_info(d, n);
+    free(d);
+    return rc;
 }
 
 static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,

@@ -42,6 +42,19 @@ typedef struct ds_gram_args {
     int batch, line_search, sweeps;
 } ds_gram_args;
 
+#define CHOL_PIVOT_TOL 16.0
+
+// The first j ≥ 1 whose pivot d[j−1]² (d: the factor's diagonal, n entries, host) is not above
+// CHOL_PIVOT_TOL·n·ε, else 0; both backends' chol_factor apply it.
+static inline int chol_pivot_info(const double *d, int64_t n)
+{
+    const double tol = CHOL_PIVOT_TOL * (double)n * 2.220446049250313e-16;
+    for (int64_t j = 0; j < n; j++)
+        if (!(d[j] * d[j] > tol))
+            return (int)(j + 1);
+    return 0;
+}
+
 typedef struct solve_ops {
     // out[b·batch² ...] = X_bᵀX_b for each column block b (columns b·batch .. min(n, (b+1)·batch) − 1),
     // an nb × nb block stored row-major with leading dimension batch. Local rows only (a partial sum).
@@ -66,8 +79,10 @@ typedef struct solve_ops {
     // The Cholesky factor of the equilibrated Gram (--method cholesky). G: n × n, full symmetric,
     // row-major, overwritten. s[j] = 1/√G_jj (0 for a zero column, whose row and column of the scaled
     // matrix become e_j); G ← S·G·S, then its Cholesky factor in place (the part that chol_solve reads
-    // is the backend's own). *info (host): 0, or j ≥ 1 when the leading minor of order j of S·G·S is not
-    // positive definite (X rank deficient, or too ill-conditioned for the normal equations). Waits.
+    // is the backend's own). *info (host): 0, or j ≥ 1 for the first pivot of S·G·S (the square of the
+    // factor's j-th diagonal entry) that is not above CHOL_PIVOT_TOL·n·ε, LAPACK dpstrf's rank tolerance
+    // for a unit diagonal: X rank deficient (an exact copy of a column leaves a rounding-sized pivot,
+    // positive as often as not), or too ill-conditioned for the normal equations. Waits.
     int (*chol_factor)(ds_ctx *ctx, double *G, int64_t n, double *s, int *info);
 
     // x = S·(S·G·S)⁻¹·S·b from chol_factor's F and s (b, x: [n]; b is not changed, x may not alias b);

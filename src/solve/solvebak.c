@@ -243,9 +243,10 @@ static int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
     DS_CHECK(be->solve->chol_factor(ctx, w->sys, n, w->coef, &info));
     if (info > 0)
         return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
-                       "solve --method cholesky: X'X is not positive definite at column %d of %lld after scaling "
-                       "(X is rank deficient, or too ill-conditioned for the normal equations)",
-                       info, (long long)n);
+                       "solve --method cholesky: X'X is singular at column %d (counting from 0) of %lld after "
+                       "scaling: X is rank deficient (a column is a combination of earlier ones), or too "
+                       "ill-conditioned for the normal equations",
+                       info - 1, (long long)n);
     DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->sys + n * n, w->a, 0));
     DS_CHECK(be->copy(ctx, w->hist + 1, w->ee, sizeof(double)));  // the certificate replaces it
     res->sweeps = 1;
