@@ -87,7 +87,7 @@ int main(int argc, char **argv)
         test_solve(&p, 20000, 300, 0, 1, SB_METHOD_GRAM, 0.0);
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_RESIDUAL, 0.5);
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_GRAM, 0.5);
-        test_solve(&p, 50000, 1000, 0, 100, SB_METHOD_AUTO, 0.0);
+        test_solve(&p, 50000, 1000, 0, 100, SB_METHOD_SOLVEBAK, 0.0);
         test_cholesky(&p, 20000, 300, 0, 0.0);
         test_cholesky(&p, 20000, 300, 1, 0.5);
         test_cholesky(&p, 50000, 1000, 0, 0.3);

@@ -358,7 +358,7 @@ static void check_cholesky(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    const sb_opts ls = {.batch = 8, .iters = 300, .line_search = 1, .method = SB_METHOD_AUTO};
+    const sb_opts ls = {.batch = 8, .iters = 300, .line_search = 1, .method = SB_METHOD_SOLVEBAK};
     const sb_opts chol = {.batch = 8, .iters = 10, .line_search = 1, .method = SB_METHOD_CHOLESKY};
     tcase cases[] = {
         {"well-conditioned", {.rows = 400, .cols = 30, .seed = 1}, 0, ls, -1, 1e-9},

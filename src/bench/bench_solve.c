@@ -108,9 +108,9 @@ static int solve_run(bench_run *b, int64_t size, bench_row *row)
     double *a_cpu = calloc((size_t)s.cols, sizeof(double)), *a_got = calloc((size_t)s.cols, sizeof(double));
     int rc = bench_agree(b, &b->cpu, a_cpu && a_got ? DS_OK : ds_fail(&b->cpu.msg, DS_ERR_RUNTIME, "out of host memory"));
     if (rc == DS_OK)
-        rc = solve_on(b, &b->cpu, &s, SB_METHOD_AUTO, cpu_run ? b->repeat : 0, &row->cpu_s, a_cpu);
+        rc = solve_on(b, &b->cpu, &s, SB_METHOD_SOLVEBAK, cpu_run ? b->repeat : 0, &row->cpu_s, a_cpu);
     if (rc == DS_OK && b->have_gpu)
-        rc = solve_on(b, &b->gpu, &s, SB_METHOD_AUTO, b->repeat, &row->gpu_s, a_got);
+        rc = solve_on(b, &b->gpu, &s, SB_METHOD_SOLVEBAK, b->repeat, &row->gpu_s, a_got);
     // Without a GPU: the other route on the CPU, which gives the same iterates in exact arithmetic.
     if (rc == DS_OK && !b->have_gpu) {
         int m = solvebak_pick_method(&b->cpu, s.rows_local, s.cols, b->f32,

@@ -63,7 +63,7 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         .method = strcmp(m, "gram") == 0       ? SB_METHOD_GRAM
                   : strcmp(m, "residual") == 0 ? SB_METHOD_RESIDUAL
                   : strcmp(m, "cholesky") == 0 ? SB_METHOD_CHOLESKY
-                                               : SB_METHOD_AUTO,
+                                               : SB_METHOD_SOLVEBAK,
         .progress = 0,
     };
     if (opts_given(a, "input") && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "corr") || opts_given(a, "noise")))

@@ -17,7 +17,9 @@
 #include "core/ctx.h"
 #include "solve/solve_ops.h"
 
-enum { SB_METHOD_AUTO, SB_METHOD_RESIDUAL, SB_METHOD_GRAM, SB_METHOD_CHOLESKY };
+// SOLVEBAK: SolveBak on the route solvebak_pick_method prefers (the default); AUTO: the method that
+// suits the problem (solve_auto.c), which says why in sb_result.method_reason.
+enum { SB_METHOD_SOLVEBAK, SB_METHOD_RESIDUAL, SB_METHOD_GRAM, SB_METHOD_CHOLESKY, SB_METHOD_QR, SB_METHOD_AUTO };
 
 typedef struct sb_opts {
     int batch;        // columns per block; 1 is the sequential algorithm
@@ -26,11 +28,15 @@ typedef struct sb_opts {
     int line_search;  // 0: the seed's raw block update (may diverge on correlated columns)
     int method;       // SB_METHOD_*
     int progress;     // 1: a line on stderr per sweep once a run passes a few seconds
+    int block_solve;  // SolveBak: the exact block solve (block Gauss–Seidel) in place of the diagonal step
+    int coarse;       // with block_solve: a coarse correction on the block sums after every sweep
 } sb_opts;
 
 typedef struct sb_result {
     double *a;             // [n], host memory, every rank
-    const char *method;    // "residual", "gram" or "cholesky"
+    const char *method;    // "residual", "gram", "cholesky" or "qr"
+    const char *method_reason;  // --method auto: why it took method (static text), else NULL
+    double cond_estimate;  // cholesky (and auto): an estimate of cond(X) from the factor, else 0
     const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"; "solved" (cholesky)
     int sweeps;
     int64_t zero_columns;

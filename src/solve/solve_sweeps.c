@@ -1,0 +1,195 @@
+// solve_sweeps.c: SolveBak's two routes written once against backend.h (see solvebak.h): their setup, sweeps
+// and buffers. solve_run.c runs them; solve_direct.c holds the direct methods and the certificate.
+// Failure and collectives: a rank that fails returns at once, and every rank calls ctx_agree before
+// any collective or any wait on the device that follows work which can fail (a peer stuck in an NCCL
+// sum that a failed rank never joined would otherwise wait forever). ctx_agree is idempotent after an
+// agreed failure, so the phases can agree again on the way out.
+#include "solve/solve_work.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts)
+{
+    const double m = (double)rows_per_rank, n = (double)cols, sz = f32 ? 4 : 8;
+    // The backend's rough rates: FP64 matrix product, memory bandwidth, and the latency of one block step.
+    ds_costs cost;
+    ctx->be->costs(ctx, &cost);
+    const double flops = cost.flops, bw = cost.bandwidth, lat = cost.latency;
+    const double blocks = ceil(n / opts->batch);
+    if (n * n * 8 > 4e9)  // G would not fit comfortably
+        return SB_METHOD_RESIDUAL;
+    double t_gram = m * n * n / flops + opts->iters * n * n * 8 / cost.sweep_bandwidth;
+    // Narrow blocks of a row-major X read whole cache lines (64 bytes) per row for fewer bytes used.
+    const double sz_eff = fmax(sz, 64.0 / opts->batch);
+    double t_res = m * n * opts->batch / flops + opts->iters * (2 * m * n * sz_eff / bw + blocks * lat);
+    return t_gram < t_res ? SB_METHOD_GRAM : SB_METHOD_RESIDUAL;
+}
+
+// Rank 0 decides after sweep s (hist_s = ‖e‖² then) whether to stop, and every rank learns the
+// verdict, so that no rank runs a collective the others skip. Returns the stop reason or NULL.
+static const char *sb_decide(ds_ctx *ctx, const sb_opts *o, sb_loop *L, int s, double ee)
+{
+    int verdict = 0;
+    if (ctx->rank == 0) {
+        double rel = L->yy > 0 ? sqrt(fmax(ee, 0.0) / L->yy) : sqrt(fmax(ee, 0.0));
+        if (o->tol > 0 && (!isfinite(ee) || rel > 1e3))  // with --tol 0 every sweep runs, as documented
+            verdict = 1;
+        else if (o->tol > 0 && rel <= o->tol)
+            verdict = 2;
+        else if (o->tol > 0 && s > 0 && fabs(L->rel_prev - rel) <= o->tol * L->rel_prev)
+            verdict = 3;
+        else if (s == o->iters)
+            verdict = 4;
+        double t = MPI_Wtime() - L->t0;
+        if (o->progress && s > 0 && t > 2.0)
+            ctx_log(ctx, "solve: sweep %d/%d, relative residual %.3e, %.1f s", s, o->iters, rel, t);
+        L->rel_prev = rel;
+    }
+    MPI_Bcast(&verdict, 1, MPI_INT, 0, ctx->comm);
+    static const char *reasons[] = {NULL, "diverged", "converged", "stalled", "max_sweeps"};
+    return reasons[verdict];
+}
+
+int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_work *w)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = X->cols, nblocks = (n + B - 1) / B;
+    DS_CHECK(be->solve->block_grams(ctx, X, B, w->grams));
+    DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
+    DS_CHECK(ctx_agree(ctx, DS_OK));
+    DS_CHECK(be->allreduce_sum(ctx, w->grams, nblocks * B * B));
+    for (int64_t b = 0; b < nblocks; b++) {
+        int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
+        DS_CHECK(be->gather(ctx, w->diag + b0, w->grams + b * B * B, nb, B + 1));
+    }
+    DS_CHECK(be->fill(ctx, w->a, n, 0.0));
+    return be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
+}
+
+// A failure inside the residual route's sweeps, after every rank agreed that the first block went
+// well: the other ranks are inside per-block sums that cannot be rejoined, so the job ends here with
+// the message and the status as exit code on every rank (MPI_Abort), as HPL and ScaLAPACK do.
+static int sb_abort(ds_ctx *ctx, int rc)
+{
+    if (rc == DS_OK)
+        return DS_OK;
+    fprintf(stderr, "dsolve: %s (rank %d; ending the job)\n", ctx->msg.text[0] ? ctx->msg.text : "failed", ctx->rank);
+    fflush(stderr);
+    MPI_Abort(ctx->comm, rc);
+    return rc;
+}
+
+// The residual route's sweeps. A sweep's last block update is applied by the next grad_update, fused
+// with the next block's gradient, so each block of X is read twice a sweep and never a third time.
+int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int B, sb_work *w,
+                              sb_loop *L, sb_result *res)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = X->cols, nblocks = (n + B - 1) / B;
+    int64_t pend0 = 0, pendn = 0;
+    for (int s = 0;; s++) {
+        for (int64_t b = 0; b < nblocks; b++) {
+            const int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
+            int rc = be->solve->grad_update(ctx, X, w->e, pend0, pendn, w->coef, b0, nb, w->gbuf);
+            if (rc == DS_OK && s == 1 && b == nblocks - 1)
+                rc = sb_injected(ctx, "sweep", &ctx->msg);
+            if (s == 0 && b == 0)  // its scratch is allocated on this first call: fail together
+                DS_CHECK(ctx_agree(ctx, rc));
+            DS_CHECK(sb_abort(ctx, rc));
+            DS_CHECK(sb_abort(ctx, be->allreduce_sum(ctx, w->gbuf, nb + 1)));
+            if (b == 0) {
+                DS_CHECK(sb_abort(ctx, be->copy(ctx, w->hist + s, w->gbuf + nb, sizeof(double))));
+                const char *why = NULL;
+                if (L->checking) {
+                    double ee;
+                    DS_CHECK(sb_abort(ctx, sb_read(ctx, w->gbuf + nb, &ee)));
+                    if (s == 0)
+                        L->yy = ee;
+                    why = sb_decide(ctx, o, L, s, ee);
+                } else if (s == o->iters) {
+                    why = "max_sweeps";
+                }
+                if (why) {
+                    res->sweeps = s;
+                    res->stop_reason = why;
+                    return DS_OK;
+                }
+            }
+            ds_step_args st = {.gbuf = w->gbuf, .diag = w->diag + b0, .gbb = w->grams + b * B * B,
+                               .nb = (int)nb, .ld = B, .line_search = o->line_search,
+                               .a = w->a + b0, .coef = w->coef, .ee_slot = NULL};
+            DS_CHECK(sb_abort(ctx, be->solve->block_step(ctx, &st)));
+            pend0 = b0;
+            pendn = nb;
+        }
+    }
+}
+
+int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = X->cols;
+    DS_CHECK(be->solve->gram(ctx, X, y, w->sys));
+    DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
+    DS_CHECK(ctx_agree(ctx, DS_OK));
+    DS_CHECK(be->allreduce_sum(ctx, w->sys, n * n + n + 1));
+    DS_CHECK(be->gather(ctx, w->diag, w->sys, n, n + 1));
+    DS_CHECK(be->copy(ctx, w->g, w->sys + n * n, (size_t)n * sizeof(double)));
+    DS_CHECK(be->fill(ctx, w->a, n, 0.0));
+    DS_CHECK(be->copy(ctx, w->ee, w->sys + n * n + n, sizeof(double)));
+    return be->copy(ctx, w->hist, w->ee, sizeof(double));
+}
+
+int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop *L, sb_result *res)
+{
+    ds_gram_args ga = {.G = w->sys, .diag = w->diag, .g = w->g, .a = w->a, .ee = w->ee, .ee_hist = w->hist + 1,
+                       .n = n, .batch = o->batch, .line_search = o->line_search, .sweeps = o->iters};
+    if (!L->checking) {
+        if (o->iters > 0)
+            DS_CHECK(ctx->be->solve->gram_sweeps(ctx, &ga));
+        DS_CHECK(sb_injected(ctx, "sweep", &ctx->msg));
+        res->sweeps = o->iters;
+        res->stop_reason = "max_sweeps";
+        return DS_OK;
+    }
+    ga.sweeps = 1;
+    for (int s = 0;; s++) {
+        double ee;
+        DS_CHECK(ctx_agree(ctx, DS_OK));
+        DS_CHECK(sb_read(ctx, w->hist + s, &ee));
+        if (s == 0)
+            L->yy = ee;
+        const char *why = sb_decide(ctx, o, L, s, ee);
+        if (why) {
+            res->sweeps = s;
+            res->stop_reason = why;
+            return DS_OK;
+        }
+        ga.ee_hist = w->hist + s + 1;
+        DS_CHECK(ctx->be->solve->gram_sweeps(ctx, &ga));
+        if (s == 1)
+            DS_CHECK(sb_injected(ctx, "sweep", &ctx->msg));
+    }
+}
+
+int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_work *w)
+{
+    const int64_t n = X->cols, B = o->batch, nblocks = (n + B - 1) / B;
+    DS_CHECK(sb_alloc(ctx, &w->e, X->rows));
+    DS_CHECK(sb_alloc(ctx, &w->a, n));
+    DS_CHECK(sb_alloc(ctx, &w->diag, n));
+    DS_CHECK(sb_alloc(ctx, &w->hist, o->iters + 1));
+    DS_CHECK(sb_alloc(ctx, &w->gout, n + 1));
+    if (gram) {  // the Gram route and cholesky (whose scales take coef)
+        DS_CHECK(sb_alloc(ctx, &w->sys, n * n + n + 1));
+        DS_CHECK(sb_alloc(ctx, &w->g, n));
+        DS_CHECK(sb_alloc(ctx, &w->coef, n));
+        return sb_alloc(ctx, &w->ee, 1);
+    }
+    DS_CHECK(sb_alloc(ctx, &w->grams, nblocks * B * B));
+    DS_CHECK(sb_alloc(ctx, &w->gbuf, B + 1));
+    return sb_alloc(ctx, &w->coef, B);
+}
+
