@@ -16,6 +16,13 @@ int sb_alloc(ds_ctx *ctx, double **p, int64_t count)
     return ctx->be->alloc(ctx, (void **)p, (size_t)(count > 0 ? count : 1) * sizeof(double));
 }
 
+static void sb_free(ds_ctx *ctx, double **p)
+{
+    if (*p)
+        ctx->be->free(ctx, *p);
+    *p = NULL;
+}
+
 void sb_work_free(ds_ctx *ctx, sb_work *w)
 {
     double **all[] = {&w->e, &w->a, &w->diag, &w->grams, &w->gbuf, &w->coef, &w->hist, &w->sys, &w->g, &w->ee, &w->gout};
@@ -24,6 +31,10 @@ void sb_work_free(ds_ctx *ctx, sb_work *w)
             ctx->be->free(ctx, *all[i]);
         *all[i] = NULL;
     }
+    for (size_t i = 0; i < sizeof w->qr / sizeof w->qr[0]; i++)
+        sb_free(ctx, &w->qr[i]);
+    for (size_t i = 0; i < sizeof w->bs / sizeof w->bs[0]; i++)
+        sb_free(ctx, &w->bs[i]);
 }
 
 int sb_injected(const ds_ctx *ctx, const char *phase, ds_msg *msg)

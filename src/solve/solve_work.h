@@ -10,6 +10,8 @@
 // Backend buffers of one solve, released together.
 typedef struct sb_work {
     double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout;
+    double *qr[4];  // solve_qr.c's buffers
+    double *bs[8];  // the block solve's buffers (solve_sweeps.c)
 } sb_work;
 
 // What the host needs to decide after each sweep when it checks (tol > 0 or progress).
