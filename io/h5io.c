@@ -48,10 +48,16 @@ void h5i_close_plist(hid_t id)
 }
 
 // Closes a file opened for writing; a failure here (data not flushed) is a failure of the write.
+const char *h5i_write_why(void)
+{
+    return errno ? strerror(errno) : "write failed (disk full?)";
+}
+
 int h5i_close_file(hid_t file, const char *path, int rc, ds_msg *msg)
 {
+    errno = 0;
     if (file >= 0 && H5Fclose(file) < 0 && rc == DS_OK)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot close (disk full?)", path);
+        return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write: %s", path, h5i_write_why());
     return rc;
 }
 

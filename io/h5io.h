@@ -75,6 +75,9 @@ int h5io_output_dir_ok(const char *path, ds_msg *msg);
 
 // Renames a complete temporary file to its final name; removes a temporary file.
 int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg);
+// The temporary name of an output: FINAL.part.TAG (tag: the job's, ctx_process_tag), so that two runs
+// writing the same output at once never share a temporary file: each renames a whole file, the last wins.
+void h5io_part_name(const char *final_path, unsigned long long tag, char *buf, size_t len);
 void h5io_discard(const char *tmp_path);
 
 // h5io_model.c ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // h5io_internal.h: what h5io.c (validation, reading) and h5io_write.c share: limits and the helpers
 // that close handles, normalise names, walk links and move row blocks. Only io/ files include it.
 // provides: NAME_MAX_LEN, CHUNK_BYTES, XFER_BYTES, LINKS_*, h5i_quiet, h5i_close_obj, h5i_close_space, h5i_close_type, h5i_close_plist,
-//           h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
+//           h5i_write_why, h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
 //           h5i_open_ro, h5i_check_links, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
 //           h5i_create_dataset, h5i_chunk_shape
 #ifndef DS_H5IO_INTERNAL_H
@@ -26,6 +26,9 @@ void h5i_close_obj(hid_t id);
 void h5i_close_space(hid_t id);
 void h5i_close_type(hid_t id);
 void h5i_close_plist(hid_t id);
+// Why the last write failed: strerror(errno) when the file driver set it (EFBIG, ENOSPC, EIO), else a
+// generic phrase. Callers clear errno before the HDF5 call.
+const char *h5i_write_why(void);
 int h5i_close_file(hid_t file, const char *path, int rc, ds_msg *msg);
 int h5i_norm_name(const char *path, const char *name, char *out, ds_msg *msg);
 int h5i_walk_links(hid_t file, const char *name, char *bad);

@@ -6,6 +6,7 @@
 #include "h5io.h"
 #include "h5io_internal.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,7 +149,7 @@ int h5io_create_keys(const char *path, int create, const char *name, int type, i
         H5Pset_chunk(dcpl, 1, chunk) >= 0)
         d = H5Dcreate2(file, dn, file_type(type), sp, lcpl, dcpl, H5P_DEFAULT);
     if (rc == DS_OK && d < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot create", path, dn);
+        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot create: %s", path, dn, h5i_write_why());
     h5i_close_obj(d);
     h5i_close_space(sp);
     h5i_close_plist(dcpl);
@@ -169,9 +170,10 @@ int h5io_write_keys(const char *path, const char *name, int type, int64_t row0, 
     hid_t d = rc == DS_OK ? H5Dopen2(file, dn, H5P_DEFAULT) : H5I_INVALID_HID;
     if (rc == DS_OK && d < 0)
         rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot open for writing", path, dn);
+    errno = 0;
     if (rc == DS_OK && h5i_xfer_rows(d, 1, row0, n, 0, native_type(type), (void *)data) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write elements %lld..%lld", path, dn,
-                     (long long)row0, (long long)(row0 + n - 1));
+        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write elements %lld..%lld: %s", path, dn,
+                     (long long)row0, (long long)(row0 + n - 1), h5i_write_why());
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }

@@ -29,7 +29,7 @@ int h5i_create_dataset(hid_t file, const char *path, const char *name, int rank,
     h5i_close_plist(dcpl);
     h5i_close_plist(lcpl);
     if (*dset < 0)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot create", path, name);
+        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot create: %s", path, name, h5i_write_why());
     return DS_OK;
 }
 
@@ -63,7 +63,7 @@ int h5io_create_lsq(const char *path, const char *xname, const char *yname, int6
     h5i_chunk_shape(rows, 1, f32 ? 4 : 8, chunk_rows, ychunk);
     hid_t x = H5I_INVALID_HID, y = H5I_INVALID_HID;
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot create", path) : DS_OK;
+    int rc = file < 0 ? ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot create: %s", path, h5i_write_why()) : DS_OK;
     if (rc == DS_OK)
         rc = h5i_create_dataset(file, path, xn, 2, xdims, xchunk, ftype, &x, msg);
     if (rc == DS_OK)
@@ -109,9 +109,10 @@ int h5io_write_rows(const char *path, const char *name, int64_t row0, int64_t nr
     if (rc == DS_OK)
         rc = open_for_write(file, path, dn, row0, nrows, cols, &d, msg);
     hid_t mtype = src_f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+    errno = 0;
     if (rc == DS_OK && h5i_xfer_rows(d, 1, row0, nrows, cols, mtype, (void *)data) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write rows %lld..%lld", path, dn,
-                     (long long)row0, (long long)(row0 + nrows - 1));
+        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write rows %lld..%lld: %s", path, dn,
+                     (long long)row0, (long long)(row0 + nrows - 1), h5i_write_why());
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }
@@ -133,8 +134,9 @@ int h5io_write_vector(const char *path, int create, const char *name, const doub
     hsize_t dims[1] = {(hsize_t)(n > 0 ? n : 0)};
     if (rc == DS_OK)
         rc = h5i_create_dataset(file, path, vn, 1, dims, NULL, H5T_IEEE_F64LE, &d, msg);
+    errno = 0;
     if (rc == DS_OK && n > 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
-        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write", path, vn);
+        rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write: %s", path, vn, h5i_write_why());
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }
@@ -183,6 +185,7 @@ static int write_attr(hid_t obj, const char *path, const char *dn, const h5io_at
     int ok = ftype >= 0 && mtype >= 0 && space >= 0;
     if (ok && H5Aexists(obj, a->name) > 0)
         ok = H5Adelete(obj, a->name) >= 0;
+    errno = 0;
     if (ok)
         attr = H5Acreate2(obj, a->name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
     ok = attr >= 0 && (H5Sget_simple_extent_type(space) == H5S_NULL || H5Awrite(attr, mtype, buf) >= 0);
@@ -192,8 +195,8 @@ static int write_attr(hid_t obj, const char *path, const char *dn, const h5io_at
     h5i_close_type(mtype);
     h5i_close_type(ftype);
     if (!ok)
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write attribute %s", path, dn,
-                       a->name);
+        return ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: cannot write attribute %s: %s", path, dn,
+                       a->name, h5i_write_why());
     return DS_OK;
 }
 
@@ -259,6 +262,11 @@ int h5io_commit(const char *tmp_path, const char *final_path, ds_msg *msg)
     }
     sync_path(dir, 1);
     return DS_OK;
+}
+
+void h5io_part_name(const char *final_path, unsigned long long tag, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.part.%llx", final_path, tag);
 }
 
 void h5io_discard(const char *tmp_path)

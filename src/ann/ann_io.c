@@ -37,7 +37,7 @@ int ann_model_write(ds_ctx *ctx, const ann_model *m, const char *path, const cha
     int rc = DS_OK;
     if (ctx->rank == 0) {
         char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.part", path);
+        h5io_part_name(path, ctx->job_tag, tmp, sizeof tmp);
         rc = model_write_file(m, tmp, source, options, &ctx->msg);
         if (rc == DS_OK)
             rc = h5io_commit(tmp, path, &ctx->msg);
@@ -133,7 +133,7 @@ static int predictions_block(const ann_model *m, const ds_data *d, const double 
 int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, const double *P, const char *path)
 {
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", path);
+    h5io_part_name(path, ctx->job_tag, tmp, sizeof tmp);
     int rc = DS_OK;
     if (ctx->rank == 0) {
         rc = h5io_create_dataset(tmp, 1, "yhat", d->rows_global, m->classes ? m->outputs : 0, &ctx->msg);

@@ -86,7 +86,7 @@ static int gen_run(ds_ctx *ctx, const ds_args *a, double *seconds)
     if (p.rows < ctx->nranks)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--rows %lld is fewer than the %d ranks", (long long)p.rows, ctx->nranks);
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", out);
+    h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
     double t0 = MPI_Wtime(), *a_true = malloc((size_t)p.cols * sizeof(double));
     int rc = a_true ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     if (rc == DS_OK) {

@@ -216,7 +216,7 @@ static int sort_write(ds_ctx *ctx, sort_cmd *c)
     if (!out)
         return DS_OK;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", out);
+    h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
     int64_t at = 0;
     MPI_Exscan(&c->res.n, &at, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
     if (ctx->rank == 0)

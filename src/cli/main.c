@@ -1,7 +1,9 @@
 // main.c: dsolve's entry point: MPI start, subcommand dispatch, the one-line error and the exit code.
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cmds.h"
 #include "cli/opts.h"
@@ -61,6 +63,9 @@ static int dispatch(int argc, char **argv, int rank, ds_msg *msg)
 
 int main(int argc, char **argv)
 {
+    // A write past `ulimit -f` then fails with EFBIG, reported and cleaned up like a full disk, instead of
+    // killing the process with its temporary file left behind.
+    signal(SIGXFSZ, SIG_IGN);
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -72,5 +77,12 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     MPI_Finalize();
+    // After a failed write HDF5 (1.10) may hold a file it could not close, and its exit handler then
+    // crashes closing it again: a failed run leaves without exit handlers (every output is closed or
+    // discarded by now, and the streams are flushed).
+    if (rc != DS_OK) {
+        fflush(NULL);
+        _exit(rc);
+    }
     return rc;
 }

@@ -1,9 +1,13 @@
 // plot.c: SVG line plots (see plot.h). Ticks at powers of ten on log axes, at 5 even steps on linear.
 #include "cli/plot.h"
 
+#include <errno.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/ctx.h"
 
 enum { W = 760, H = 440, ML = 80, MR = 210, MT = 40, MB = 60 };  // size and margins, pixels
 
@@ -109,7 +113,7 @@ int plot_svg(const char *path, const char *title, const char *xlabel, const char
              const ds_series *series, int nseries, ds_msg *msg)
 {
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", path);
+    snprintf(tmp, sizeof tmp, "%s.part.%llx", path, ctx_process_tag());  // as h5io_part_name
     FILE *f = fopen(tmp, "w");
     if (!f)
         return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write the plot", path);
@@ -131,10 +135,14 @@ int plot_svg(const char *path, const char *title, const char *xlabel, const char
     for (int k = 0; k < nseries; k++)
         plot_series(f, &series[k], k, &ax, &ay);
     fputs("</svg>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
+    int bad = ferror(f) ? errno : 0;
+    if (fclose(f) != 0 && !bad)
+        bad = errno;
+    if (!bad && rename(tmp, path) != 0)
+        bad = errno;
+    if (bad) {
         remove(tmp);
-        return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write the plot", path);
+        return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write the plot: %s", path, strerror(bad));
     }
     return DS_OK;
 }

@@ -94,6 +94,8 @@ int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend)
     MPI_Comm_rank(comm, &ctx->rank);
     MPI_Comm_size(comm, &ctx->nranks);
     gethostname(ctx->host, sizeof ctx->host - 1);
+    ctx->job_tag = ctx_process_tag();
+    MPI_Bcast(&ctx->job_tag, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
     ctx_find_local_rank(ctx);
     int rc = ctx_choose_backend(ctx, backend);
     rc = ctx_agree(ctx, rc);
@@ -118,6 +120,16 @@ void ctx_close(ds_ctx *ctx)
     if (ctx->be)
         ctx->be->close(ctx);
     ctx->be = NULL;
+}
+
+unsigned long long ctx_process_tag(void)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    unsigned long long h = 1469598103934665603ULL;  // FNV-1a
+    for (const char *c = host; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return (h << 22) ^ (unsigned long long)getpid();
 }
 
 int ctx_agree(ds_ctx *ctx, int status)

@@ -22,6 +22,7 @@ typedef struct ds_ctx {
     ds_msg msg;              // the first failure's message on this rank
     int quiet;               // 1: ctx_log prints nothing
     int agreed_failure;      // the status of a failure all ranks have agreed on, or DS_OK
+    unsigned long long job_tag;  // rank 0's host and process, the same on every rank: names temporary files
 } ds_ctx;
 
 // Sets up ctx over comm with backend "auto" or a registry name ("cpu", "cuda") and opens the backend.
@@ -29,6 +30,10 @@ typedef struct ds_ctx {
 // On failure every rank returns the same status and message.
 int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend);
 void ctx_close(ds_ctx *ctx);
+
+// A number for this process on this host (its pid and a hash of the host name): two runs at once, here
+// or on another node of a shared file system, differ in it.
+unsigned long long ctx_process_tag(void);
 
 // Collective: every rank learns whether any rank failed. Returns the status of the lowest failing
 // rank and copies its message into ctx->msg, or DS_OK when all succeeded. Once a failure is agreed,
