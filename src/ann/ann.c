@@ -48,6 +48,7 @@ static int gram_by_chunks(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, con
     for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
         int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
         const double *Xc = (const double *)d->X.data + r * n;
+        ctx_beat(ctx, "ann: H'H by row chunks");
         rc = ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, H, ld);
         ds_mat Hm = {H, nr, ld, 0};
         if (rc == DS_OK)
@@ -264,6 +265,7 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     if (rc == DS_OK)
         rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg.z, (size_t)d->X.rows * sizeof(double)));
     ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
+    ctx_beat(ctx, "ann: the hidden neurons' fits");
     if (rc == DS_OK)
         rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
     double t1 = MPI_Wtime();
@@ -272,6 +274,7 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     if (rc == DS_OK)
         rc = ann_upload_new(ctx, &tcd, tg.tc, (size_t)d->X.rows * sizeof(double));
     rc = ctx_agree(ctx, rc);
+    ctx_beat(ctx, "ann: the output layer");
     if (rc == DS_OK)
         rc = output_solve(ctx, ops, d, o, Wd, tcd, &tg, m, t);
     t->fit = t1 - t0;

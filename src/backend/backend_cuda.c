@@ -32,14 +32,8 @@ int cuda_failed(ds_ctx *ctx, const char *stmt, const char *why, const char *file
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Waiting: poll instead of cudaStreamSynchronize (nccl-tests' testStreamSynchronize pattern).
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+// Waiting: poll instead of cudaStreamSynchronize (nccl-tests' testStreamSynchronize pattern), so that an
+// NCCL error from a failed peer ends the wait; a wait that never ends is the watchdog's (core/watchdog.h).
 
 // Frees NCCL's kernels from a collective that will never complete.
 static void nccl_abort(cuda_state *st)
@@ -79,7 +73,6 @@ int cuda_solver(ds_ctx *ctx, cusolverDnHandle_t *h)
 int cuda_wait(ds_ctx *ctx, cudaEvent_t ev)
 {
     cuda_state *st = state(ctx);
-    const double t0 = st->timeout_s > 0 ? now_s() : 0.0;
     for (long round = 0;; round++) {
         cudaError_t q = ev ? cudaEventQuery(ev) : cudaStreamQuery(st->stream);
         if (q == cudaSuccess)
@@ -99,13 +92,6 @@ int cuda_wait(ds_ctx *ctx, cudaEvent_t ev)
                                ncclGetErrorString(async), ctx->rank, ctx->device);
             }
         }
-        if (st->timeout_s > 0 && now_s() - t0 > st->timeout_s) {
-            nccl_abort(st);
-            return ds_fail(&ctx->msg, DS_ERR_RUNTIME,
-                           "cuda: timed out waiting for the GPU after %g s (a peer rank may have failed) "
-                           "(rank %d, device %d; DSOLVE_TIMEOUT)",
-                           st->timeout_s, ctx->rank, ctx->device);
-        }
         // Spin politely at first (most waits are short), then sleep so that a long wait costs no core.
         if (round < 2000) {
             sched_yield();
@@ -119,30 +105,9 @@ int cuda_wait(ds_ctx *ctx, cudaEvent_t ev)
 // ---------------------------------------------------------------------------------------------------
 // open / close
 
-// One wait on the GPU longer than this is taken for a hang (a peer that failed inside an NCCL sum):
-// SolveBak waits at most a sweep or a Gram product at a time. DSOLVE_TIMEOUT=0 waits forever.
-#define DEFAULT_TIMEOUT_S 600.0
-
-static int timeout_from_env(ds_ctx *ctx, double *seconds)
-{
-    *seconds = DEFAULT_TIMEOUT_S;
-    const char *s = getenv("DSOLVE_TIMEOUT");
-    if (!s || !*s)
-        return DS_OK;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0 && v <= 1e9))
-        return ds_fail(&ctx->msg, DS_ERR_USAGE, "DSOLVE_TIMEOUT must be seconds between 0 and 1e9, not \"%s\"",
-                       s);
-    *seconds = v;
-    return DS_OK;
-}
-
 // This rank's device, stream, handles and events. Not collective.
 static int open_local(ds_ctx *ctx, cuda_state *st)
 {
-    DS_CHECK(timeout_from_env(ctx, &st->timeout_s));
     CUDA_CHECK(ctx, cudaSetDevice(ctx->device));
     CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(ctx, cublasCreate(&st->blas));

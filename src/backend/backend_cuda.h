@@ -37,7 +37,6 @@ typedef struct cuda_state {
     int nccl_aborted;
     cudaEvent_t marks[DS_MARKS];
     int nsm;              // multiprocessors: sizes the grids
-    double timeout_s;     // DSOLVE_TIMEOUT; 0: wait without a deadline
     double *scratch;      // partial sums and widened rows; grown only when too small
     size_t scratch_doubles;
     const double **ptrs;  // pointer arrays of batched GEMMs

@@ -286,7 +286,7 @@ int cmd_ann(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     }
     ds_ctx ctx;
     rc = ctx_open(&ctx, comm, opts_str(&r->args, "backend"));
-    ctx.quiet = opts_flag(&r->args, "quiet");
+    report_settings(&ctx, &r->args);
     char cmdline[2048];
     report_cmdline("ann", argc, argv, cmdline, sizeof cmdline);
     if (rc == DS_OK)

@@ -97,6 +97,7 @@ static int gen_run(ds_ctx *ctx, const ds_args *a, double *seconds)
     int64_t row0, rows;
     data_partition(p.rows, ctx->nranks, ctx->rank, &row0, &rows);
     for (int turn = 0; rc == DS_OK && turn < ctx->nranks; turn++) {
+        ctx_beat(ctx, "gen: writing, a rank at a time");
         int mine = turn == ctx->rank ? gen_write_block(&p, a_true, f32, tmp, xname, yname, row0, rows, &ctx->msg) : DS_OK;
         rc = ctx_agree(ctx, mine);
     }
@@ -125,6 +126,7 @@ int cmd_gen(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "gen needs --rows, --cols and --output (see dsolve gen --help)");
     ds_ctx ctx;
     int rc = ctx_open(&ctx, comm, "cpu");  // generation and HDF5 writing are host work
+    report_settings(&ctx, &a);
     double seconds = 0;
     if (rc == DS_OK)
         rc = gen_run(&ctx, &a, &seconds);

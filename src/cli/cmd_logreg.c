@@ -281,7 +281,7 @@ int cmd_logreg(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         ctx_close(&ctx);
         return rc;
     }
-    ctx.quiet = opts_flag(&r.args, "quiet");
+    report_settings(&ctx, &r.args);
     lr_row rows[MAX_SIZES];
     memset(rows, 0, sizeof rows);
     char src[4300] = "";

@@ -130,7 +130,7 @@ int cmd_predict(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "predict needs --model and --input (see dsolve predict --help)");
     ds_ctx ctx;
     int rc = ctx_open(&ctx, comm, opts_str(&r.args, "backend"));
-    ctx.quiet = opts_flag(&r.args, "quiet");
+    report_settings(&ctx, &r.args);
     if (rc == DS_OK)
         rc = ctx_agree(&ctx, predict_body(&ctx, &r));
     if (rc == DS_OK && ctx.rank == 0)

@@ -347,7 +347,8 @@ int cmd_sort(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     ds_ctx ctx;
     int rc = ctx_open(&ctx, comm, opts_str(&c.a, "backend"));
     if (rc == DS_OK) {
-        ctx.quiet = opts_flag(&c.a, "quiet") || opts_flag(&c.a, "json");
+        report_settings(&ctx, &c.a);
+        ctx.quiet = ctx.quiet || opts_flag(&c.a, "json");
         rc = sort_main(&ctx, &c);
     }
     if (ctx.be && !ctx.be->host_memory) {

@@ -55,6 +55,8 @@ int opts_given(const ds_args *args, const char *name);
 #define DS_REPORT_OPTS                                                                                  \
     {"json", OPT_FLAG, NULL, NULL, 0, 0, "print one JSON object on stdout instead of the summary"},     \
         {"quiet", OPT_FLAG, NULL, NULL, 0, 0, "no progress lines on stderr"},                           \
+        {"timeout", OPT_DOUBLE, NULL, "SECONDS", 0, 1e9,                                                \
+         "end the job when a rank makes no progress for SECONDS (default DSOLVE_TIMEOUT, else 600; 0: never)"}, \
         {"help", OPT_FLAG, NULL, NULL, 0, 0, "this text"}
 #define DS_COMMON_OPTS                                                                                  \
     {"backend", OPT_CHOICE, "auto", ds_backend_choices, 0, 0,                                           \

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT
 #include "core/ctx.h"
 
+#include "core/watchdog.h"
+
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -86,6 +88,45 @@ static int ctx_choose_backend(ds_ctx *ctx, const char *choice)
     return strcmp(choice, "auto") == 0 ? ctx_take_auto(ctx) : ctx_take_named(ctx, choice);
 }
 
+// The process's watchdog, shared by its contexts (bench opens two).
+static ds_watchdog *ctx_watchdog;
+static int ctx_watchdog_refs;
+
+static int ctx_timeout_env(ds_ctx *ctx, double *seconds)
+{
+    *seconds = WATCHDOG_DEFAULT_S;
+    const char *s = getenv("DSOLVE_TIMEOUT");
+    if (!s || !*s)
+        return DS_OK;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !(v >= 0.0 && v <= 1e9))
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "DSOLVE_TIMEOUT must be seconds between 0 and 1e9, not \"%s\"", s);
+    *seconds = v;
+    return DS_OK;
+}
+
+// The thread runs from the first ctx_open for the whole run, even with no deadline (it then idles), so that
+// every rank maps the node's shared file once.
+static void ctx_watch(const ds_ctx *ctx, double seconds)
+{
+    ctx_watchdog = watchdog_start(seconds > 0 ? seconds : 1e9, ctx->job_tag, ctx->rank, ctx->nranks,
+                                  ctx->local_rank, ctx->local_size);
+    watchdog_set_timeout(ctx_watchdog, seconds);
+}
+
+void ctx_set_timeout(ds_ctx *ctx, double seconds)
+{
+    (void)ctx;
+    watchdog_set_timeout(ctx_watchdog, seconds);
+}
+
+void ctx_beat(const ds_ctx *ctx, const char *phase)
+{
+    (void)ctx;
+    watchdog_beat(ctx_watchdog, phase);
+}
+
 int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend)
 {
     memset(ctx, 0, sizeof *ctx);
@@ -97,7 +138,15 @@ int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend)
     ctx->job_tag = ctx_process_tag();
     MPI_Bcast(&ctx->job_tag, 1, MPI_UNSIGNED_LONG_LONG, 0, comm);
     ctx_find_local_rank(ctx);
-    int rc = ctx_choose_backend(ctx, backend);
+    double timeout = 0;
+    int rc = ctx_timeout_env(ctx, &timeout);
+    if (rc == DS_OK) {
+        ctx->watched = 1;
+        if (ctx_watchdog_refs++ == 0)
+            ctx_watch(ctx, timeout);
+    }
+    if (rc == DS_OK)
+        rc = ctx_choose_backend(ctx, backend);
     rc = ctx_agree(ctx, rc);
     if (rc != DS_OK)
         return rc;
@@ -117,6 +166,11 @@ int ctx_open(ds_ctx *ctx, MPI_Comm comm, const char *backend)
 
 void ctx_close(ds_ctx *ctx)
 {
+    if (ctx->watched && --ctx_watchdog_refs == 0) {
+        watchdog_stop(ctx_watchdog);
+        ctx_watchdog = NULL;
+    }
+    ctx->watched = 0;
     if (ctx->be)
         ctx->be->close(ctx);
     ctx->be = NULL;

@@ -23,6 +23,7 @@ typedef struct ds_ctx {
     int quiet;               // 1: ctx_log prints nothing
     int agreed_failure;      // the status of a failure all ranks have agreed on, or DS_OK
     unsigned long long job_tag;  // rank 0's host and process, the same on every rank: names temporary files
+    int watched;                 // holds a reference to the process's watchdog (ctx_close drops it)
 } ds_ctx;
 
 // Sets up ctx over comm with backend "auto" or a registry name ("cpu", "cuda") and opens the backend.
@@ -34,6 +35,13 @@ void ctx_close(ds_ctx *ctx);
 // A number for this process on this host (its pid and a hash of the host name): two runs at once, here
 // or on another node of a shared file system, differ in it.
 unsigned long long ctx_process_tag(void);
+
+// The job's watchdog (core/watchdog.h), one per process, started by the first ctx_open with
+// DSOLVE_TIMEOUT's seconds (default WATCHDOG_DEFAULT_S, 0: none) and stopped by the last ctx_close.
+// ctx_set_timeout restarts it with another deadline (--timeout); ctx_beat marks progress (a static
+// phase name: "solve: sweeps"). Call ctx_beat at the same points on every rank.
+void ctx_set_timeout(ds_ctx *ctx, double seconds);
+void ctx_beat(const ds_ctx *ctx, const char *phase);
 
 // Collective: every rank learns whether any rank failed. Returns the status of the lowest failing
 // rank and copies its message into ctx->msg, or DS_OK when all succeeded. Once a failure is agreed,

@@ -3,7 +3,7 @@
 // gd and Nesterov queue every iteration without waiting on the device (the objective's history stays
 // in backend memory until the end); L-BFGS downloads four doubles a trial step for its line search.
 // Failure inside the loop: the other ranks are inside allreduces that cannot be rejoined, so the job
-// ends with the message (MPI_Abort), as in solvebak.c; set-up failures are agreed on first.
+// ends with the message (MPI_Abort), as in solve_sweeps.c; set-up failures are agreed on first.
 #include "logreg/logreg.h"
 
 #include <math.h>
@@ -92,6 +92,7 @@ static int lr_first_order(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_s
     if (nesterov)  // x: the iterate; W: the point where the gradient is taken
         DS_CHECK(ctx->be->fill(ctx, st->out + OUT_T, 1, 1.0));
     for (int it = 0; it < o->iters; it++) {
+        ctx_beat(ctx, "logreg: iterations");
         DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + it));
         if (nesterov)
             DS_CHECK(ops->nesterov(ctx, w, st->x, st->W, st->g, o->lr, st->out + OUT_T));
@@ -147,6 +148,7 @@ static int lr_lbfgs(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s,
     snprintf(res->stop_reason, sizeof res->stop_reason, "iterations");
     for (; it < o->iters; it++) {
         int accepted = 0;
+        ctx_beat(ctx, "logreg: L-BFGS iterations");
         DS_CHECK(lr_lbfgs_step(ctx, ops, w, s, st, count, newest, &f, &accepted));
         if (!accepted) {
             snprintf(res->stop_reason, sizeof res->stop_reason, "line search: no step decreases the objective");

@@ -314,12 +314,16 @@ static int run_phases(ds_ctx *ctx, sort_plan *p, run_state *s, sort_result *r)
         return DS_OK;
     }
     // Ranks agree after each step that can fail and before the collectives that follow it.
+    ctx_beat(ctx, "sort: the local sort");
     DS_CHECK(ctx_agree(ctx, phase_local(ctx, p, s)));
     DS_CHECK(be->mark(ctx, 1));
+    ctx_beat(ctx, "sort: the splitters");
     DS_CHECK(ctx_agree(ctx, phase_splitters(ctx, p, s)));
     DS_CHECK(be->mark(ctx, 2));
+    ctx_beat(ctx, "sort: the exchange");
     DS_CHECK(ctx_agree(ctx, phase_exchange(ctx, p, s)));
     DS_CHECK(be->mark(ctx, 3));
+    ctx_beat(ctx, "sort: the merge");
     DS_CHECK(phase_merge(ctx, p, s, r));
     if (!s->native) {
         char *k = (char *)p->k[s->ks] + s->koff * s->w;
