@@ -155,6 +155,17 @@ void case_solve_gram(ops_run *r);
 void case_solve_gram_sweeps(ops_run *r);
 void case_solve_chol_factor(ops_run *r);
 void case_solve_chol_solve(ops_run *r);
+void case_solve_block_pinv(ops_run *r);
+void case_solve_block_sums(ops_run *r);
+void case_solve_coarse_products(ops_run *r);
+void case_solve_coarse_step(ops_run *r);
+void case_solve_block_solve_step(ops_run *r);
+void case_solve_gram_sweeps_bs(ops_run *r);
+
+void case_qr_local_r(ops_run *r);
+void case_qr_stack_r(ops_run *r);
+void case_qr_solve(ops_run *r);
+void case_qr_col_norms(ops_run *r);
 
 void case_ann_gather_fit_rows(ops_run *r);
 void case_ann_route_requests(ops_run *r);

@@ -11,8 +11,8 @@
 //   test_backend_ops cpu [OP]: the CPU backend against plain loops written in these files.
 // OP runs only the cases whose name contains it. The seed is printed; DSOLVE_TEST_SEED replays it.
 // This file holds the frame (backend_ops.h) and the table; the cases are in test_backend_ops_core.c,
-// _solve.c, _solve_steps.c, _ann.c, _ann_output.c, _sort.c, _sort_runs.c, _logreg.c, _logreg_steps.c
-// and _bench.c.
+// _solve.c, _solve_steps.c, _solve_blocks.c, _solve_coarse.c, _qr.c, _ann.c, _ann_output.c, _sort.c,
+// _sort_runs.c, _logreg.c, _logreg_steps.c and _bench.c.
 #include <string.h>
 
 #include "backend_ops.h"
@@ -342,6 +342,16 @@ static const ops_case cases[] = {
     {"solve.gram_sweeps", case_solve_gram_sweeps},
     {"solve.chol_factor", case_solve_chol_factor},
     {"solve.chol_solve", case_solve_chol_solve},
+    {"solve.block_pinv", case_solve_block_pinv},
+    {"solve.block_sums", case_solve_block_sums},
+    {"solve.coarse_products", case_solve_coarse_products},
+    {"solve.coarse_step", case_solve_coarse_step},
+    {"solve.block_step block solve", case_solve_block_solve_step},
+    {"solve.gram_sweeps block solve", case_solve_gram_sweeps_bs},
+    {"qr.local_r", case_qr_local_r},
+    {"qr.stack_r", case_qr_stack_r},
+    {"qr.solve", case_qr_solve},
+    {"qr.col_norms", case_qr_col_norms},
     {"ann.gather_fit_rows", case_ann_gather_fit_rows},
     {"ann.route_requests", case_ann_route_requests},
     {"ann.route_place", case_ann_route_place},

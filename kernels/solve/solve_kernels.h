@@ -2,7 +2,9 @@
 // work on the given stream and returns cudaGetLastError() after the launch; none synchronizes. Only
 // src/solve/solve_cuda.c and the .cu files include this header. All pointers are device memory.
 // provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
-//           ds_k_gram_sweeps_scratch, ds_k_gram_reduce, ds_k_chol_scale, ds_k_scale_vec
+//           ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan, ds_k_block_pinv, ds_k_block_sums,
+//           ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce, ds_k_chol_scale,
+//           ds_k_scale_vec
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
 
@@ -41,6 +43,37 @@ size_t ds_k_gram_sweeps_scratch(int64_t n, int batch);
 cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, double *a, double *ee,
                              double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
                              double *scratch, cudaStream_t stream);
+
+// block_solve.cu and gram_sweeps_bs.cu: the block solve ------------------------------------------------
+
+// Doubles of scratch that ds_k_block_pinv needs for these sizes on the current device: 0 when each
+// block's working copy fits in shared memory, else ⌈n / batch⌉·batch².
+cudaError_t ds_k_block_pinv_plan(int64_t n, int batch, size_t *scratch_doubles);
+
+// The blocks' pseudo-inverses (solve_ops.h, block_pinv), one CTA per block; the pivot tolerance is
+// tol1·nb. scratch: ds_k_block_pinv_plan's doubles (may be NULL when that is 0).
+cudaError_t ds_k_block_pinv(const double *A, int64_t n, int batch, int64_t astride, int64_t lda, double tol1,
+                            double *out, double *scratch, cudaStream_t stream);
+
+// out[i·ld_row + c·ld_col] = Σ_{j in block c} A[i, j] (solve_ops.h, block_sums); A rows × cols,
+// row-major, float when f32, else double. A warp per (row, block).
+cudaError_t ds_k_block_sums(const void *A, int f32, int64_t rows, int64_t cols, int batch, double *out,
+                            int64_t ld_row, int64_t ld_col, int nsm, cudaStream_t stream);
+
+// The coarse step (solve_ops.h, ds_coarse_args; k ≤ 2048), in one CTA.
+cudaError_t ds_k_coarse_step(const double *cinv, const double *cmat, const double *wt, int64_t ldw,
+                             const double *t, const double *diag, double *g, int64_t gn, double *a, int64_t n,
+                             int batch, double *ee, double *delta, int64_t k, cudaStream_t stream);
+
+// The block-solve step of the residual route (solve_ops.h, ds_step_args with binv), in one CTA.
+cudaError_t ds_k_block_solve_step(const double *gbuf, const double *binv, int nb, int ld, double *a,
+                                  double *coef, double *ee_slot, cudaStream_t stream);
+
+// Sweeps of the block solve on the Gram system, with the coarse correction when cinv is given
+// (solve_ops.h, ds_gram_args with binv), all in one launch of one CTA.
+cudaError_t ds_k_gram_sweeps_bs(const double *G, const double *diag, const double *binv, double *g, double *a,
+                                double *ee, double *ee_hist, int64_t n, int batch, int sweeps, const double *cinv,
+                                const double *cmat, const double *wt, cudaStream_t stream);
 
 // gram.cu ----------------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 // solve_cpu.c: SolveBak's operations on the CPU backend (solve_ops.h states their contracts): block
 // Grams and the Gram of [X y] by OpenBLAS DSYRK/DGEMM over row chunks, the fused residual pass, the
 // block step, the Gram sweeps, and the equilibrated Cholesky factor and solve (LAPACK dpotrf/dpotrs).
-// f32 rows are widened to double chunk by chunk in the backend's scratch.
+// f32 rows are widened to double chunk by chunk in the backend's scratch. The block solve's operations
+// are in solve_blocks_cpu.c.
 // provides: solve_ops_cpu
 #include <cblas.h>
 #include <lapacke.h>
@@ -12,6 +13,14 @@
 
 #include "backend/backend_cpu.h"
 #include "solve/solve_ops.h"
+
+// solve_blocks_cpu.c: the block solve's operations, and its paths of block_step and gram_sweeps.
+int cpu_block_pinv(ds_ctx *ctx, const double *A, int64_t n, int batch, int64_t astride, int64_t lda, double *out);
+int cpu_block_sums(ds_ctx *ctx, const ds_mat *A, int batch, double *out, int64_t ld_row, int64_t ld_col);
+int cpu_coarse_products(ds_ctx *ctx, const ds_mat *X, const double *Z, int64_t k, int64_t nw, double *out);
+int cpu_coarse_step(ds_ctx *ctx, const ds_coarse_args *c);
+int cpu_block_solve_step(ds_ctx *ctx, const ds_step_args *s);
+int cpu_gram_sweeps_bs(ds_ctx *ctx, const ds_gram_args *s);
 
 // Rows r0 .. r0+nr−1, columns c0 .. c0+nc−1 of X as doubles: a pointer into X itself when it holds
 // doubles (leading dimension X->cols), else a converted copy in scratch (leading dimension nc).
@@ -103,6 +112,8 @@ static int cpu_grad_update(ds_ctx *ctx, const ds_mat *X, double *e, int64_t up_c
 
 static int cpu_block_step(ds_ctx *ctx, const ds_step_args *s)
 {
+    if (s->binv)
+        return cpu_block_solve_step(ctx, s);
     double *da = cpu_scratch(ctx, (size_t)s->nb);
     if (!da)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
@@ -162,6 +173,8 @@ static int cpu_gram(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
 
 static int cpu_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
 {
+    if (s->binv)
+        return cpu_gram_sweeps_bs(ctx, s);
     const int64_t n = s->n;
     double *da = cpu_scratch(ctx, (size_t)s->batch);
     if (!da)
@@ -234,12 +247,19 @@ static int cpu_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t
     return DS_OK;
 }
 
+extern const struct qr_ops qr_ops_cpu;  // qr_cpu.c
+
 const solve_ops solve_ops_cpu = {
     .block_grams = cpu_block_grams,
     .grad_update = cpu_grad_update,
     .block_step = cpu_block_step,
     .gram = cpu_gram,
     .gram_sweeps = cpu_gram_sweeps,
+    .block_pinv = cpu_block_pinv,
+    .block_sums = cpu_block_sums,
+    .coarse_products = cpu_coarse_products,
+    .coarse_step = cpu_coarse_step,
     .chol_factor = cpu_chol_factor,
     .chol_solve = cpu_chol_solve,
+    .qr = &qr_ops_cpu,
 };

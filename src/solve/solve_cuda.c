@@ -1,7 +1,8 @@
 // solve_cuda.c: SolveBak's operations on the CUDA backend (solve_ops.h states their contracts): the Gram
 // products (cuBLAS: strided-batched GEMMs for the block Grams, a tiled split-K product or chunked DSYRK
-// for XᵀX), the launches of kernels/solve for the fused passes, block steps and Gram sweeps, and the
-// equilibrated Cholesky factor and solve (cuSOLVER potrf/potrs).
+// for XᵀX), the launches of kernels/solve for the fused passes, block steps and Gram sweeps, the block
+// solve's (pseudo-inverses, block sums, coarse products and step), and the equilibrated Cholesky factor
+// and solve (cuSOLVER potrf/potrs).
 // provides: solve_ops_cuda
 #define _POSIX_C_SOURCE 200809L
 
@@ -311,6 +312,11 @@ static int cuda_grad_update(ds_ctx *ctx, const ds_mat *X, double *e, int64_t up_
 
 static int cuda_block_step(ds_ctx *ctx, const ds_step_args *s)
 {
+    if (s->binv) {
+        CUDA_CHECK(ctx, ds_k_block_solve_step(s->gbuf, s->binv, s->nb, s->ld, s->a, s->coef, s->ee_slot,
+                                              state(ctx)->stream));
+        return DS_OK;
+    }
     CUDA_CHECK(ctx, ds_k_block_step(s->gbuf, s->diag, s->gbb, s->nb, s->ld, s->line_search, s->a, s->coef,
                                     s->ee_slot, state(ctx)->stream));
     return DS_OK;
@@ -318,10 +324,71 @@ static int cuda_block_step(ds_ctx *ctx, const ds_step_args *s)
 
 static int cuda_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
 {
+    if (s->binv) {  // one CTA (gram_sweeps_bs.cu); the cluster kernel takes the seed's step only
+        CUDA_CHECK(ctx, ds_k_gram_sweeps_bs(s->G, s->diag, s->binv, s->g, s->a, s->ee, s->ee_hist, s->n, s->batch,
+                                            s->sweeps, s->cinv, s->cmat, s->wt, state(ctx)->stream));
+        return DS_OK;
+    }
     double *scratch;
     DS_CHECK(scratch_reserve(ctx, ds_k_gram_sweeps_scratch(s->n, s->batch), &scratch));
     CUDA_CHECK(ctx, ds_k_gram_sweeps(s->G, s->diag, s->g, s->a, s->ee, s->ee_hist, s->n, s->batch,
                                      s->line_search, s->sweeps, scratch, state(ctx)->stream));
+    return DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The block solve (block_solve.cu, gram_sweeps_bs.cu)
+
+static int cuda_block_pinv(ds_ctx *ctx, const double *A, int64_t n, int batch, int64_t astride, int64_t lda,
+                           double *out)
+{
+    size_t need = 0;
+    double *scratch = NULL;
+    CUDA_CHECK(ctx, ds_k_block_pinv_plan(n, batch, &need));
+    if (need > 0)
+        DS_CHECK(scratch_reserve(ctx, need, &scratch));
+    CUDA_CHECK(ctx, ds_k_block_pinv(A, n, batch, astride, lda, BS_PIVOT_TOL1, out, scratch, state(ctx)->stream));
+    return DS_OK;
+}
+
+static int cuda_block_sums(ds_ctx *ctx, const ds_mat *A, int batch, double *out, int64_t ld_row, int64_t ld_col)
+{
+    cuda_state *st = state(ctx);
+    CUDA_CHECK(ctx, ds_k_block_sums(A->data, A->f32, A->rows, A->cols, batch, out, ld_row, ld_col, st->nsm, st->stream));
+    return DS_OK;
+}
+
+// Row chunks as for the block Grams (f32 rows widened whole). cuBLAS is column-major: X's rows are the
+// columns of an n × m matrix (ld n), Z's the columns of a k × m matrix (ld k), and the row-major k × nw
+// result is column-major nw × k: X[:, 0 .. nw)ᵀ·Z = A·Zᵀ with A the first nw rows of that n × m matrix.
+static int cuda_coarse_products(ds_ctx *ctx, const ds_mat *X, const double *Z, int64_t k, int64_t nw, double *out)
+{
+    cuda_state *st = state(ctx);
+    const int64_t m = X->rows, n = X->cols;
+    if (m == 0) {
+        CUDA_CHECK(ctx, ds_k_fill(out, k * nw + k * k, 0.0, st->stream));
+        return DS_OK;
+    }
+    int64_t chunk;
+    double *wide;
+    DS_CHECK(row_chunks(ctx, X, &chunk, &wide));
+    const double one = 1.0, zero = 0.0;
+    for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+        const int64_t nr = m - r0 < chunk ? m - r0 : chunk;
+        const double *A = NULL, *beta = r0 == 0 ? &zero : &one, *Zr = Z + r0 * k;
+        DS_CHECK(rows_f64(ctx, X, r0, nr, wide, &A));
+        CUBLAS_CHECK(ctx, cublasDgemm_64(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, nw, k, nr, &one, A, n, Zr, k, beta, out,
+                                         nw));
+        CUBLAS_CHECK(ctx, cublasDgemm_64(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, k, k, nr, &one, Zr, k, Zr, k, beta,
+                                         out + k * nw, k));
+    }
+    return DS_OK;
+}
+
+static int cuda_coarse_step(ds_ctx *ctx, const ds_coarse_args *c)
+{
+    CUDA_CHECK(ctx, ds_k_coarse_step(c->cinv, c->cmat, c->wt, c->ldw, c->t, c->diag, c->g, c->gn, c->a, c->n,
+                                     c->batch, c->ee, c->delta, c->k, state(ctx)->stream));
     return DS_OK;
 }
 
@@ -374,12 +441,19 @@ static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_
     return DS_OK;
 }
 
+extern const struct qr_ops qr_ops_cuda;  // qr_cuda.c
+
 const solve_ops solve_ops_cuda = {
     .block_grams = cuda_block_grams,
     .grad_update = cuda_grad_update,
     .block_step = cuda_block_step,
     .gram = cuda_gram,
     .gram_sweeps = cuda_gram_sweeps,
+    .block_pinv = cuda_block_pinv,
+    .block_sums = cuda_block_sums,
+    .coarse_products = cuda_coarse_products,
+    .coarse_step = cuda_coarse_step,
     .chol_factor = cuda_chol_factor,
     .chol_solve = cuda_chol_solve,
+    .qr = &qr_ops_cuda,
 };

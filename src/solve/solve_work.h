@@ -26,7 +26,8 @@ int sb_alloc(ds_ctx *ctx, double **p, int64_t count);
 void sb_work_free(ds_ctx *ctx, sb_work *w);
 
 // Fault injection for the tests of failure handling: DSOLVE_INJECT_FAILURE=RANK:PHASE (PHASE one of
-// setup, sweep, check) makes that rank fail there, as a device or library failure would.
+// setup, sweep, check) makes that rank fail there, as a device or library failure would; RANK:hang
+// makes it stop making progress in the setup (for the watchdog).
 int sb_injected(const ds_ctx *ctx, const char *phase, ds_msg *msg);
 // Reads one double of backend memory.
 int sb_read(ds_ctx *ctx, const double *src, double *dst);
@@ -40,9 +41,42 @@ int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int B, sb
 int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w);
 int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop *L, sb_result *res);
 
+// The block solve takes batches, and the coarse correction block counts, of at most this: a C of 1 000
+// blocks (batch 1 on 1 000 columns) took 0.25 s of setup on an H200, out of shared memory; one of 10,
+// microseconds.
+#define SB_BS_MAX 2048
+
+// solve_blocks.c: the block solve (sb_opts.block_solve, with sb_opts.coarse). Its buffers in w->bs, present
+// only when it runs (which is how the setup and the sweeps know): the blocks' pseudo-inverses; with the
+// coarse correction Z = X·P (residual route, local rows × k), [Wt | C] (Wt = (G·P)ᵀ, k × n on the Gram
+// route, its first batch columns on the residual route; C = PᵀGP, k × k), C's pseudo-inverse and δ.
+enum { SB_BS_BINV, SB_BS_Z, SB_BS_WC, SB_BS_CINV, SB_BS_DELTA };
+// 0: off; 1: the block solve; 2: with the coarse correction.
+int sb_blocks_wanted(const sb_opts *o, int64_t n);
+// From sb_alloc_all: the buffers above, or none (DS_ERR_USAGE past the sizes it takes).
+int sb_blocks_alloc(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_work *w);
+// After the route's setup, before its sweeps (a no-op without the block solve). Collective; a failure
+// returns at once, for the caller to agree on.
+int sb_blocks_setup(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_work *w);
+// The residual route's coarse correction at block 0 (sb_residual_sweeps): the pass for t = Zᵀe
+// (apply 0) or e −= Z·δ (apply 1), and the step between them.
+int sb_coarse_pass(ds_ctx *ctx, const ds_mat *X, int B, sb_work *w, int apply);
+int sb_coarse_step(ds_ctx *ctx, int64_t n, int B, sb_work *w);
+
 // solve_direct.c: the Cholesky step (after sb_gram_setup), the certificate and the refinement.
 int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res);
 int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res);
 int sb_chol_refine_timed(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res);
+
+// solve_qr.c: --method qr (TSQR), in place of the setup and the sweeps. sb_qr_factor: the R factor of
+// [X | y] over all ranks, the same bits on every rank (collective; buffers in w->qr). sb_qr_solve: the
+// rank test (DS_ERR_NUMERIC naming the column), w->a, w->diag = ‖X_j‖², w->hist[0] = ‖y‖² and
+// w->hist[1] = the residual² from R, one "sweep", stop reason "solved".
+int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w);
+int sb_qr_solve(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res);
+
+// solve_auto.c: --method auto.
+int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
+                sb_result *res);
 
 #endif
