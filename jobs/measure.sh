@@ -15,6 +15,9 @@
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
 #                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
+#   methods      every solve method on the seed problem (bench solve --method all, peers: the seed's CuPy,
+#                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
+#                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
 #   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
@@ -66,7 +69,7 @@ for p in "$@"; do
 done
 for p in "${parts[@]}"; do
     case $p in
-    build | ctest | ctest-all | solve | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
+    build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
         hdf5 | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
@@ -208,6 +211,41 @@ part_solve() {
     dsr seed_b1_residual 1 solve --batch 1 --method residual --repeat 3
     dsr seed_cholesky 1 solve --method cholesky --repeat 20
     peers_solve
+}
+
+# lstsq_file NAME ARGS...: a problem file (jobs/lstsq_peer.py make ARGS) in DSOLVE_SCRATCH or /tmp, its path
+# in $lstsq_path; recorded as a failed run when it cannot be made.
+lstsq_file() {
+    local name=$1
+    shift
+    lstsq_path=$(mktemp -d "${DSOLVE_SCRATCH:-/tmp}/dsolve-lstsq.XXXXXX")/$name.h5
+    run "make_$name" "$DS_PYTHON" jobs/lstsq_peer.py make --out "$lstsq_path" "$@"
+}
+
+part_methods() {
+    local -x DSOLVE_PYTHON=${DSOLVE_PYTHON:-$DS_PYTHON}  # bench's interpreter for --peer
+    local p=()
+    [ -z "$DS_PEERS" ] || p=(--peer "$DS_PEERS/seed_peers.py")
+    dsr seed_methods 1 bench solve --method all --sizes 100000 --cols 1000 --repeat 10 "${p[@]}"
+    dsr seed_qr 1 solve --method qr --repeat 20
+    dsr seed_auto 1 solve --method auto --repeat 20
+    dsr corr05_block 1 solve --corr 0.5 --block-solve --tol 1e-10 --iters 30 --repeat 5
+    dsr corr05_block_nocoarse 1 solve --corr 0.5 --block-solve --no-coarse --tol 1e-10 --iters 30
+    dsr corr05_seed 1 solve --corr 0.5 --tol 1e-10 --iters 30
+    if ! have_py torch || ! have_py h5py; then
+        skip lstsq_files "$DS_PYTHON lacks torch or h5py"
+        return 0
+    fi
+    lstsq_file corr05 --corr 0.5 --rows 100000 --cols 1000
+    dsr corr05_file_auto 1 solve --input "$lstsq_path" --method auto --repeat 10
+    dsr corr05_file_block 1 solve --input "$lstsq_path" --block-solve --tol 1e-10 --iters 30 --repeat 5
+    run torch_corr05 "$DS_PYTHON" jobs/lstsq_peer.py torch --input "$lstsq_path"
+    rm -rf "$(dirname "$lstsq_path")"
+    lstsq_file cond1e12 --cond 1e12 --rows 100000 --cols 1000
+    dsr cond1e12_qr 1 solve --input "$lstsq_path" --method qr --repeat 10
+    dsr cond1e12_auto 1 solve --input "$lstsq_path" --method auto --repeat 10
+    run torch_cond1e12 "$DS_PYTHON" jobs/lstsq_peer.py torch --input "$lstsq_path"
+    rm -rf "$(dirname "$lstsq_path")"
 }
 
 part_ann() {
@@ -394,7 +432,7 @@ for part in "${parts[@]}"; do
     t0=$SECONDS
     ds_log "== $part"
     gpu_part=0
-    case $part in solve | ann | sort | logreg | bench | bench-cases | peers | scaling) gpu_part=1 ;; esac
+    case $part in solve | methods | ann | sort | logreg | bench | bench-cases | peers | scaling) gpu_part=1 ;; esac
     if [ "$gpu_part" = 1 ] && [ "$DS_GPUS" -eq 0 ]; then
         skip "$part" "no GPU here"
         continue

@@ -10,6 +10,7 @@
 
 #include "bench/bench.h"
 #include "cli/cmds.h"
+#include "cli/report.h"
 
 // The cases, in the order `all` runs them. A new case is one line here (and its declaration in bench.h).
 static const bench_case *const bench_cases[] = {
@@ -41,6 +42,10 @@ static const ds_opt bench_table[] = {
     {"cols", OPT_INT, "1000", "N", 1, 1e6, "solve: columns of X"},
     {"iters", OPT_INT, "10", "K", 1, 1e6, "solve: sweeps; logreg: gradient-descent iterations"},
     {"batch", OPT_INT, "100", "B", 1, 1e6, "solve: columns per block"},
+    {"method", OPT_STRING, "solvebak", "LIST", 0, 0,
+     "solve: methods, comma-separated, from solvebak, residual, gram, block (gram with --block-solve), cholesky, qr, "
+     "auto; or all. Peers: the seed's CuPy for solvebak, torch's normal equations for cholesky, torch.linalg.lstsq "
+     "for qr and auto (torch_peers.py beside --peer)"},
     {"peer", OPT_STRING, NULL, "FILE.py", 0, 0, "also run the seed's code (seed_peers.py) from rank 0 and report the ratio"},
     {"csv", OPT_FLAG, NULL, NULL, 0, 0, "CSV on stdout instead of the table"},
     {"plot", OPT_STRING, NULL, "FILE.svg", 0, 0, "time against size, CPU and GPU, log-log (FILE-CASE.svg for several cases)"},
@@ -150,7 +155,7 @@ static int bench_open(bench_run *b, MPI_Comm comm, ds_msg *msg)
         *msg = b->cpu.msg;
         return rc;
     }
-    b->cpu.quiet = opts_flag(&b->args, "quiet");
+    report_settings(&b->cpu, &b->args);
     b->threads = bench_threads(&b->cpu);
     openblas_set_num_threads(b->threads);
     const char *backend = opts_str(&b->args, "backend");
@@ -280,21 +285,35 @@ static int row_failed(const bench_row *r)
     return r->wrong > 0 || !(r->err <= r->tol);
 }
 
+static int bench_variants(const bench_run *b, const bench_case *c)
+{
+    int nv = 0;
+    while (c->variant && c->variant(b, nv))
+        nv++;
+    return nv > 0 ? nv : 1;
+}
+
+// Long: one row per size and variant, each sampled, agreed on, finished and printed as it completes, so
+// that a long sweep shows its rows as they come.
 static int bench_case_run(bench_run *b, const bench_case *c, const int64_t *sizes, int ns, bench_result *res, FILE *table)
 {
     memset(res, 0, sizeof *res);
     res->c = c;
-    res->rows = calloc((size_t)ns, sizeof(bench_row));
+    const int nv = bench_variants(b, c);
+    res->rows = calloc((size_t)ns * nv, sizeof(bench_row));
     DS_CHECK(bench_agree(b, &b->cpu, res->rows ? DS_OK : ds_fail(&b->cpu.msg, DS_ERR_RUNTIME, "out of host memory")));
     b->cpu_rate_seen = 0;
     if (table)
         bench_out_header(b, c, table);
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; i < ns * nv; i++) {
         bench_row *r = &res->rows[i];
-        row_init(r, sizes[i]);
+        row_init(r, sizes[i / nv]);
+        b->variant = i % nv;
+        if (nv > 1)
+            b->cpu_rate_seen = 0;  // variants run at different rates
         sys_sampler s;
         sys_sampler_start(&s, b->nvml, 10);
-        int rc = c->run(b, sizes[i], r);
+        int rc = c->run(b, sizes[i / nv], r);
         sys_sampler_stop(&s);
         DS_CHECK(bench_agree(b, &b->cpu, rc));
         row_finish(b, r, &s);
@@ -303,7 +322,7 @@ static int bench_case_run(bench_run *b, const bench_case *c, const int64_t *size
         if (table)
             bench_out_row(b, c, r, table);
     }
-    res->crossover = bench_crossover(res->rows, res->nrows);
+    res->crossover = nv == 1 ? bench_crossover(res->rows, res->nrows) : NAN;  // across variants it means nothing
     if (table)
         bench_out_footer(b, res, table);
     return DS_OK;

@@ -48,6 +48,7 @@ typedef struct bench_run {
     const char *peer;   // the peer script, or NULL
     double cpu_rate_seen;  // the case's last measured CPU rate (work per second), 0 before one
     sys_nvml_gpu nvml;  // this rank's GPU for the sampler, or NULL
+    int variant;        // the case's variant being run (bench_case.variant)
 } bench_run;
 
 typedef struct bench_row {
@@ -79,6 +80,9 @@ typedef struct bench_case {
     int (*need)(bench_run *b, int64_t size, double *host_bytes, double *dev_bytes, ds_msg *msg);
     // Runs one size and fills the row's case fields. Collective over both contexts.
     int (*run)(bench_run *b, int64_t size, bench_row *row);
+    // NULL (one variant), or the name of the case's variant v (0, 1, ...) for this run, NULL past the last:
+    // each size then gives a row per variant, run with b->variant set (solve: one per --method).
+    const char *(*variant)(const bench_run *b, int v);
     // NULL, or whether the case can run here at all (its data present); 0 with why filled: `all` skips
     // the case with a note, and need() reports the same to a run that names it. Not collective.
     int (*available)(const bench_run *b, char *why, size_t len);
@@ -126,6 +130,9 @@ void bench_compare(const void *got, const void *want, int64_t n, int f32, double
 // Rank 0 runs `python3 PEER ARGS` (when --peer was given) and reads "seconds" from its last JSON
 // line; NaN, with a note on stderr, when the peer could not run. Not collective.
 double bench_peer(bench_run *b, const char *args);
+// The same with another script of the peer's folder (e.g. "torch_peers.py" beside seed_peers.py), reading
+// the last JSON line that contains match (any when NULL); NaN, with a note, when there is no such script.
+double bench_peer_other(bench_run *b, const char *script, const char *args, const char *match);
 
 // ‖x − y‖₂ / ‖y‖₂ over n elements (‖x − y‖₂ when y is 0); sums over the ranks of comm when comm is not
 // MPI_COMM_NULL (then collective).

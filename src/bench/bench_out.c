@@ -104,6 +104,8 @@ void bench_out_footer(const bench_run *b, const bench_result *res, FILE *f)
     const bench_case *c = res->c;
     if (!b->have_gpu)
         fprintf(f, "# %s: CPU only, no crossover (%s)\n", c->name, b->gpu_note);
+    else if (c->variant && c->variant(b, 1))
+        fprintf(f, "# %s: no crossover across variants (one row per size and variant)\n", c->name);
     else if (isfinite(res->crossover))
         fprintf(f, "# %s: crossover: the GPU is faster from %s = %.0f on\n", c->name, c->size_label, res->crossover);
     else

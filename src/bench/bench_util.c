@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "core/rng.h"
@@ -247,13 +248,12 @@ int bench_time(bench_run *b, ds_ctx *ctx, bench_fn fn, void *arg, double *median
 // ---------------------------------------------------------------------------------------------------
 // The peer
 
-double bench_peer(bench_run *b, const char *args)
+// Rank 0 runs `python3 SCRIPT ARGS` and reads "seconds" from the last JSON line containing match.
+static double peer_seconds(bench_run *b, const char *script, const char *args, const char *match)
 {
-    if (!b->peer || b->cpu.rank != 0)
-        return NAN;
     const char *py = getenv("DSOLVE_PYTHON");
     char cmd[4600], line[4096], last[4096] = "";
-    snprintf(cmd, sizeof cmd, "'%s' '%s' %s 2>&1", py && *py ? py : "python3", b->peer, args);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' %s 2>&1", py && *py ? py : "python3", script, args);
     fflush(stdout);
     FILE *p = popen(cmd, "r");
     if (!p) {
@@ -261,7 +261,7 @@ double bench_peer(bench_run *b, const char *args)
         return NAN;
     }
     while (fgets(line, sizeof line, p))
-        if (line[0] == '{' || last[0] != '{')
+        if ((line[0] == '{' && (!match || strstr(line, match))) || last[0] != '{')
             snprintf(last, sizeof last, "%s", line);
     int status = pclose(p);
     const char *key = strstr(last, "\"seconds\":");
@@ -272,4 +272,25 @@ double bench_peer(bench_run *b, const char *args)
         return NAN;
     }
     return s;
+}
+
+double bench_peer(bench_run *b, const char *args)
+{
+    if (!b->peer || b->cpu.rank != 0)
+        return NAN;
+    return peer_seconds(b, b->peer, args, NULL);
+}
+
+double bench_peer_other(bench_run *b, const char *script, const char *args, const char *match)
+{
+    if (!b->peer || b->cpu.rank != 0)
+        return NAN;
+    char path[4200];
+    const char *slash = strrchr(b->peer, '/');
+    snprintf(path, sizeof path, "%.*s%s", slash ? (int)(slash - b->peer + 1) : 0, b->peer, script);
+    if (access(path, R_OK) != 0) {
+        ctx_log(&b->cpu, "bench: peer not run: no %s beside %s", script, b->peer);
+        return NAN;
+    }
+    return peer_seconds(b, path, args, match);
 }

@@ -27,9 +27,16 @@ static const ds_opt solve_table[] = {
     {"iters", OPT_INT, "10", "K", 0, 1e9, "most sweeps"},
     {"tol", OPT_DOUBLE, "0", "T", 0, 1, "stop when the relative residual or its relative change over a sweep is <= T (0: never)"},
     {"no-line-search", OPT_FLAG, NULL, NULL, 0, 0, "the seed's raw block update (diverges on correlated columns)"},
-    {"method", OPT_CHOICE, "auto", "auto|residual|gram|cholesky", 0, 0,
-     "residual: one allreduce per block; gram: X'X once, then sweeps on it; cholesky: X'X once, equilibrated, "
-     "factored and solved directly, then one refinement step (auto picks residual or gram)"},
+    {"method", OPT_CHOICE, "solvebak", "solvebak|auto|residual|gram|cholesky|qr", 0, 0,
+     "solvebak (the default: the seed's algorithm, as the notebooks run it): SolveBak on the route its cost model "
+     "prefers; residual: SolveBak with one allreduce per block; gram: X'X once, then SolveBak's sweeps on it; "
+     "cholesky: X'X once, equilibrated, factored and solved, then one refinement step; qr: TSQR over the ranks, "
+     "for ill-conditioned X; auto: cholesky when the factor shows X well conditioned, else qr (residual "
+     "SolveBak when X'X would not fit), and says why"},
+    {"block-solve", OPT_FLAG, NULL, NULL, 0, 0,
+     "SolveBak: solve each block exactly (block Gauss-Seidel) and correct the block sums after every sweep; "
+     "converges on correlated columns"},
+    {"no-coarse", OPT_FLAG, NULL, NULL, 0, 0, "with --block-solve: without the correction of the block sums"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
@@ -63,9 +70,15 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         .method = strcmp(m, "gram") == 0       ? SB_METHOD_GRAM
                   : strcmp(m, "residual") == 0 ? SB_METHOD_RESIDUAL
                   : strcmp(m, "cholesky") == 0 ? SB_METHOD_CHOLESKY
+                  : strcmp(m, "qr") == 0       ? SB_METHOD_QR
+                  : strcmp(m, "auto") == 0     ? SB_METHOD_AUTO
                                                : SB_METHOD_SOLVEBAK,
         .progress = 0,
+        .block_solve = opts_flag(a, "block-solve"),
+        .coarse = opts_flag(a, "block-solve") && !opts_flag(a, "no-coarse"),
     };
+    if (opts_flag(a, "no-coarse") && !opts_flag(a, "block-solve"))
+        return ds_fail(msg, DS_ERR_USAGE, "--no-coarse goes with --block-solve");
     if (opts_given(a, "input") && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "corr") || opts_given(a, "noise")))
         return ds_fail(msg, DS_ERR_USAGE, "--rows, --cols, --corr and --noise describe the built-in problem; not with --input");
     return DS_OK;
@@ -75,7 +88,8 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
 {
     const ds_args *a = &r->args;
     if (opts_given(a, "input"))
-        return data_load_lsq(ctx, opts_str(a, "input"), opts_str(a, "x-dataset"), opts_str(a, "y-dataset"), r->f32, d);
+        return data_load_lsq_ranged(ctx, opts_str(a, "input"), opts_str(a, "x-dataset"), opts_str(a, "y-dataset"),
+                                    r->f32, d);
     gen_lsq p = {.rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
                  .noise = opts_double(a, "noise"), .corr = opts_double(a, "corr")};
     return data_gen_lsq(ctx, &p, r->f32, d);
@@ -119,7 +133,7 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
     if (!out || ctx->rank != 0)
         return DS_OK;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.part", out);
+    h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
     h5io_attr attrs[] = {
         {.name = "sweeps", .kind = H5IO_INT, .i = res->sweeps},
         {.name = "residuals", .kind = H5IO_DOUBLES, .v = res->history, .len = res->sweeps + 1},
@@ -129,6 +143,8 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
         {.name = "method", .kind = H5IO_STRING, .s = res->method},
         {.name = "batch", .kind = H5IO_INT, .i = r->so.batch < d->X.cols ? r->so.batch : d->X.cols},
         {.name = "line_search", .kind = H5IO_INT, .i = r->so.line_search},
+        {.name = "block_solve", .kind = H5IO_INT, .i = r->so.block_solve},
+        {.name = "method_reason", .kind = H5IO_STRING, .s = res->method_reason},
         {.name = "source", .kind = H5IO_STRING, .s = d->source},
         {.name = "options", .kind = H5IO_STRING, .s = cmdline},
     };
@@ -184,6 +200,14 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_str(&j, "method", res->method);
     json_int(&j, "batch", r->so.batch > d->X.cols ? d->X.cols : r->so.batch);
     json_bool(&j, "line_search", r->so.line_search);
+    json_bool(&j, "block_solve", r->so.block_solve);
+    json_bool(&j, "coarse", r->so.coarse);
+    if (res->method_reason[0])
+        json_str(&j, "method_reason", res->method_reason);
+    if (res->cond_estimate > 0)
+        json_num(&j, "cond_estimate", res->cond_estimate);
+    if (res->tried_seconds > 0)
+        json_num(&j, "tried_seconds", res->tried_seconds);
     json_int(&j, "sweeps", res->sweeps);
     json_str(&j, "stop_reason", res->stop_reason);
     json_num(&j, "solve_seconds", res->solve_seconds);
@@ -205,6 +229,8 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
         json_num(&j, "residual_history_floor", res->history_floor);
     json_num(&j, "coef_error", r->coef_error);
     json_int(&j, "zero_columns", res->zero_columns);
+    json_int(&j, "x_scale_exp", d->x_exp);
+    json_int(&j, "y_scale_exp", d->y_exp);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
     json_end(&j, stdout);
 }
@@ -217,30 +243,47 @@ static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *
     if (solve_devices(ctx))
         printf(" (%d x %s)", solve_devices(ctx), ctx->device_name);
     printf("%s%s%s\n", ctx->backend_note[0] ? " — " : "", ctx->backend_note, "");
-    const int chol = strcmp(res->method, "cholesky") == 0;
+    const int chol = strcmp(res->method, "cholesky") == 0, qr = strcmp(res->method, "qr") == 0;
     if (chol)
-        printf("  method cholesky (equilibrated normal equations), refinement step %s\n",
-               res->refined ? "kept" : "not kept (it did not lower the normal residual)");
+        printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), refinement step %s\n",
+               res->cond_estimate, res->refined ? "kept" : "not kept (it did not lower the normal residual)");
+    else if (qr)
+        printf("  method qr (TSQR over %d rank%s)\n", ctx->nranks, ctx->nranks > 1 ? "s" : "");
     else
-        printf("  method %s, batch %d, line search %s, %d sweeps (%s)\n", res->method,
-               r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch, r->so.line_search ? "on" : "off",
+        printf("  method %s, batch %d, %s, %d sweeps (%s)\n", res->method,
+               r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch,
+               !r->so.block_solve   ? (r->so.line_search ? "line search on" : "line search off")
+               : r->so.coarse       ? "block solve with the coarse correction"
+                                    : "block solve",
                res->sweeps, res->stop_reason);
+    if (res->method_reason[0])
+        printf("  auto: %s\n", res->method_reason);
     printf("  relative residual %.3e   normal residual %.3e", res->rel_residual, res->normal_residual);
     if (isfinite(r->coef_error))
         printf("   coefficient error %.3e", r->coef_error);
     printf("\n");
     if (res->zero_columns)
         printf("  %lld zero columns skipped (their coefficients are 0)\n", (long long)res->zero_columns);
+    if (d->x_exp || d->y_exp)
+        printf("  solved with X / 2^%d and y / 2^%d (values near the limits of double precision; exact)\n", d->x_exp,
+               d->y_exp);
+    const char *med = opts_int(&r->args, "repeat") > 1 ? " median" : "";
+    const double gbs = res->bytes / res->solve_seconds / 1e9;
     if (chol)
         printf("  solve %.4g s (X'X %.4g s, factor and solve %.4g s, refinement %.4g s)%s, %.1f GB/s effective; "
                "total %.3g s with I/O\n",
-               res->solve_seconds, res->setup_seconds, res->sweep_seconds, res->refine_seconds,
-               opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
+               res->solve_seconds, res->setup_seconds, res->sweep_seconds, res->refine_seconds, med, gbs, total);
+    else if (qr) {
+        char tried[64] = "";
+        if (res->tried_seconds > 0)
+            snprintf(tried, sizeof tried, ", cholesky attempt %.4g s", res->tried_seconds);
+        printf("  solve %.4g s (QR %.4g s, triangular solve %.4g s%s)%s; total %.3g s with I/O\n", res->solve_seconds,
+               res->setup_seconds, res->sweep_seconds, tried, med, total);
+    }
     else
         printf("  solve %.4g s (setup %.4g s, sweeps %.4g s)%s, %.1f GB/s effective; total %.3g s with I/O\n",
-               res->solve_seconds, res->setup_seconds, res->sweep_seconds,
-               opts_int(&r->args, "repeat") > 1 ? " median" : "", res->bytes / res->solve_seconds / 1e9, total);
-    if (chol)
+               res->solve_seconds, res->setup_seconds, res->sweep_seconds, med, gbs, total);
+    if (chol || qr)
         return;
     printf("  relative residual by sweep:");
     int step = res->sweeps > 12 ? res->sweeps / 12 : 1;
@@ -253,7 +296,7 @@ static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *
 
 static double solve_coef_error(const ds_data *d, const sb_result *res)
 {
-    if (!d->a_true)
+    if (!d->a_true || !res->a)
         return NAN;
     double num = 0, den = 0;
     for (int64_t j = 0; j < d->X.cols; j++) {
@@ -290,7 +333,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         ctx_close(&ctx);
         return rc;
     }
-    ctx.quiet = opts_flag(&r.args, "quiet");
+    report_settings(&ctx, &r.args);
     ds_data d;
     sb_result res = {0};
     rc = solve_load(&ctx, &r, &d);
@@ -308,6 +351,8 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {
         char cmdline[4096];
         report_cmdline("solve", argc, argv, cmdline, sizeof cmdline);
+        for (int64_t j = 0; res.a && j < d.X.cols; j++)  // the file's scale (data_load_lsq_ranged)
+            res.a[j] = ldexp(res.a[j], d.y_exp - d.x_exp);
         r.coef_error = solve_coef_error(&d, &res);
         int wrc = rc == DS_OK ? ctx_agree(&ctx, solve_write(&ctx, &r, &d, &res, cmdline)) : DS_OK;
         if (wrc == DS_OK && res.a)

@@ -1,6 +1,7 @@
 // data.c: loading and generating a rank's row block (see data.h).
 #include "core/data.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@ typedef int (*data_producer)(void *arg, int64_t row0, int64_t nrows, void *X, do
 static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
 {
     const size_t sz = d->X.f32 ? 4 : 8, row_bytes = (size_t)d->X.cols * sz;
+    ctx_beat(ctx, "loading the input");
     if (ctx->be->host_memory)
         return produce(arg, d->row0, d->X.rows, (void *)d->X.data, d->y, &ctx->msg);
     int64_t chunk = STAGE_BYTES / (int64_t)(row_bytes + 8);
@@ -58,6 +60,7 @@ static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
             last = now;
         }
         int64_t nr = d->X.rows - r < chunk ? d->X.rows - r : chunk;
+        ctx_beat(ctx, "loading the input");
         rc = produce(arg, d->row0 + r, nr, hx, hy, &ctx->msg);
         if (rc == DS_OK)
             rc = ctx->be->upload(ctx, (char *)d->X.data + (size_t)r * row_bytes, hx, (size_t)nr * row_bytes);
@@ -73,17 +76,61 @@ typedef struct file_src {
     const char *path, *xname, *yname;
     int64_t cols;
     int f32;
+    int x_exp, y_exp;    // divide by 2^x_exp, 2^y_exp as read
+    double xmax, ymax;   // the largest magnitudes read (before the division)
 } file_src;
+
+// Divides v (n float or double values) by 2^e and returns the largest magnitude before.
+static double data_rescale(void *v, int f32, int64_t n, int e)
+{
+    double big = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = f32 ? ((float *)v)[i] : ((double *)v)[i];
+        big = fmax(big, fabs(x));
+        if (e == 0)
+            continue;
+        if (f32)
+            ((float *)v)[i] = (float)ldexp(x, -e);
+        else
+            ((double *)v)[i] = ldexp(x, -e);
+    }
+    return big;
+}
 
 static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
-    const file_src *s = arg;
+    file_src *s = arg;
     if (!s->yname)
         memset(y, 0, (size_t)nrows * sizeof(double));
-    return h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, msg);
+    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, msg));
+    s->xmax = fmax(s->xmax, data_rescale(X, s->f32, nrows * s->cols, s->x_exp));
+    s->ymax = fmax(s->ymax, data_rescale(y, 0, nrows, s->y_exp));
+    return DS_OK;
 }
 
+static int data_load_file(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d,
+                          int ranged);
+
 int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
+{
+    return data_load_file(ctx, path, xname, yname, f32, d, 0);
+}
+
+int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
+{
+    return data_load_file(ctx, path, xname, yname, f32, d, 1);
+}
+
+// The power of two nearest a largest magnitude beyond 2^±DATA_RANGE_EXP, else 0.
+static int data_range_exp(double big)
+{
+    return big > 0 && (big > ldexp(1, DATA_RANGE_EXP) || big < ldexp(1, -DATA_RANGE_EXP)) ? ilogb(big) : 0;
+}
+
+// Long: the checks that every rank sees the same file come before the read, and the rescaled second
+// read (rare: only data near double's limits) after it, each agreed on before the next collective.
+static int data_load_file(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d,
+                          int ranged)
 {
     memset(d, 0, sizeof *d);
     h5io_lsq_info info = {0};
@@ -107,9 +154,16 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
     data_partition(info.rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
     snprintf(d->source, sizeof d->source, "%s", path);
     rc = ctx_agree(ctx, data_alloc(ctx, d, info.cols, f32));
-    if (rc == DS_OK) {
-        file_src src = {path, xname, yname, info.cols, f32};
+    file_src src = {path, xname, yname, info.cols, f32, 0, 0, 0, 0};
+    if (rc == DS_OK)
         rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
+    if (rc == DS_OK && ranged) {
+        double big[2] = {src.xmax, src.ymax};
+        MPI_Allreduce(MPI_IN_PLACE, big, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        src.x_exp = d->x_exp = data_range_exp(big[0]);
+        src.y_exp = d->y_exp = data_range_exp(big[1]);
+        if (src.x_exp || src.y_exp)
+            rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
     }
     if (rc == DS_OK && h5io_has_dataset(path, "a_true")) {
         d->a_true = malloc((size_t)info.cols * sizeof(double));

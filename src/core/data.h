@@ -15,6 +15,7 @@ typedef struct ds_data {
     int64_t rows_global, row0;
     double *a_true;  // [cols], host memory, or NULL when the source has none
     char source[300];
+    int x_exp, y_exp;  // data_load_lsq_ranged: X and y hold the file's values times 2^−x_exp, 2^−y_exp
 } ds_data;
 
 // Contiguous near-equal split: ranks r < m mod p get one row more.
@@ -24,6 +25,13 @@ void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *row
 // when f32) and /a_true when present; with yname NULL, X alone (y zero). Collective; all ranks return
 // the same status.
 int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
+
+// data_load_lsq, then, when the largest magnitude of X (or of y) is beyond 2^±DATA_RANGE_EXP, where
+// squares and their sums leave double's range, X (y) again divided by the power of two nearest that
+// magnitude: exact, so a solve of the scaled problem is the solve of the file's, its coefficients
+// times 2^(y_exp − x_exp) (LAPACK's dgels scales the same way). For least squares, not for the network.
+#define DATA_RANGE_EXP 500
+int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
 
 // A labelled set: X (float64) and integer labels, kept as doubles in y: from HDF5 (xname float, lname
 // integer), or from the MNIST-layout directory dir (split "train" or "t10k"; pixels scaled to [0, 1]).

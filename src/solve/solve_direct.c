@@ -18,20 +18,59 @@ static double sb_norm2(const double *x, int64_t n)
     return big * sqrt(sum);
 }
 
+// The overflow check before the factor: a column whose squares leave double's range makes G_jj infinite
+// (or NaN), which the factor would take for a zero column. diag is w->diag, the reduced G's diagonal.
+static int sb_chol_range(ds_ctx *ctx, const double *diag, int64_t n, double *host)
+{
+    DS_CHECK(ctx->be->download(ctx, host, diag, (size_t)n * sizeof(double)));
+    for (int64_t j = 0; j < n; j++)
+        if (!isfinite(host[j]))
+            return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
+                           "solve --method cholesky: X'X overflows at column %lld (||X_j||^2 = %g): values of X too "
+                           "large to square in double precision; use --method qr",
+                           (long long)j, host[j]);
+    return DS_OK;
+}
+
+// An estimate of cond(X·S) from the equilibrated factor F (n × n in place of G): max d / min d over its
+// diagonal, a lower bound that follows the small pivots (--method auto reads it).
+static int sb_chol_cond(ds_ctx *ctx, const double *F, int64_t n, sb_work *w, double *host, double *cond)
+{
+    DS_CHECK(ctx->be->gather(ctx, w->gout, F, n, n + 1));
+    DS_CHECK(ctx->be->download(ctx, host, w->gout, (size_t)n * sizeof(double)));
+    double lo = INFINITY, hi = 0;
+    for (int64_t j = 0; j < n; j++) {
+        lo = fmin(lo, fabs(host[j]));
+        hi = fmax(hi, fabs(host[j]));
+    }
+    *cond = n > 0 && lo > 0 ? hi / lo : n > 0 ? INFINITY : 1.0;
+    return DS_OK;
+}
+
 // --method cholesky, in place of the sweeps: the equilibrated Cholesky factor of the reduced G (in place,
 // its scales in w->coef) and a = S·F⁻¹·S·c. Both stay for the refinement. A G that is not positive
-// definite is a numerical failure (exit 4) naming the column; ranks agree on it after the step.
+// definite, or not finite, is a numerical failure (exit 4) naming the column; ranks agree on it after the
+// step (G is the same on every rank, so they all see it).
 int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
+    double *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!host)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     int info = 0;
-    DS_CHECK(be->solve->chol_factor(ctx, w->sys, n, w->coef, &info));
-    if (info > 0)
-        return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
-                       "solve --method cholesky: X'X is singular at column %d (counting from 0) of %lld after "
-                       "scaling: X is rank deficient (a column is a combination of earlier ones), or too "
-                       "ill-conditioned for the normal equations",
-                       info - 1, (long long)n);
+    int rc = sb_chol_range(ctx, w->diag, n, host);
+    if (rc == DS_OK)
+        rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
+    if (rc == DS_OK && info > 0)
+        rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC,
+                     "solve --method cholesky: X'X is singular at column %d (counting from 0) of %lld after "
+                     "scaling: X is rank deficient (a column is a combination of earlier ones), or too "
+                     "ill-conditioned for the normal equations",
+                     info - 1, (long long)n);
+    if (rc == DS_OK)
+        rc = sb_chol_cond(ctx, w->sys, n, w, host, &res->cond_estimate);
+    free(host);
+    DS_CHECK(rc);
     DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->sys + n * n, w->a, 0));
     DS_CHECK(be->copy(ctx, w->hist + 1, w->ee, sizeof(double)));  // the certificate replaces it
     res->sweeps = 1;

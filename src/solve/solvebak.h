@@ -35,7 +35,7 @@ typedef struct sb_opts {
 typedef struct sb_result {
     double *a;             // [n], host memory, every rank
     const char *method;    // "residual", "gram", "cholesky" or "qr"
-    const char *method_reason;  // --method auto: why it took method (static text), else NULL
+    char method_reason[240];  // --method auto: why it took method, else empty
     double cond_estimate;  // cholesky (and auto): an estimate of cond(X) from the factor, else 0
     const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"; "solved" (cholesky)
     int sweeps;
@@ -49,6 +49,7 @@ typedef struct sb_result {
     double sweep_seconds;
     double solve_seconds;  // setup + sweeps (+ refinement)
     double check_seconds;  // the final residual pass
+    double tried_seconds;  // auto: the method tried first and set aside (wall clock; in solve_seconds)
     int refined;           // cholesky: 1 when the refinement step lowered the normal residual and was kept
     double refine_seconds; // cholesky: the refinement (a solve and a certificate pass); in solve_seconds
     double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
@@ -61,7 +62,11 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
                  const sb_opts *opts, sb_result *res);
 void solvebak_result_free(sb_result *res);
 
-// The route auto would take for this shape on this backend, with rows_per_rank the same on every rank.
+// solvebak_run for one method (not AUTO): what --method auto (solve_auto.c) runs.
+int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
+                  sb_result *res);
+
+// The route SolveBak would take for this shape on this backend, with rows_per_rank the same on every rank.
 int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts);
 
 #endif
