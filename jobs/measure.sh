@@ -17,7 +17,8 @@
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
 #   methods      every solve method on the seed problem (bench solve --method all, peers: the seed's CuPy,
 #                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
-#                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job
+#                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job; with
+#                2 or more GPUs each method on 2 M x 1 000 on one GPU and on 2 or 4
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
 #   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
@@ -246,6 +247,19 @@ part_methods() {
     dsr cond1e12_auto 1 solve --input "$lstsq_path" --method auto --repeat 10
     run torch_cond1e12 "$DS_PYTHON" jobs/lstsq_peer.py torch --input "$lstsq_path"
     rm -rf "$(dirname "$lstsq_path")"
+    methods_scaling
+}
+
+# Strong scaling of each method on 2 M x 1 000 f64 (16 GB; qr keeps a copy of X): one GPU against every GPU
+# present (2 or 4), where there are two or more.
+methods_scaling() {
+    local m np
+    [ "$DS_GPUS" -ge 2 ] || { skip methods_scaling "one GPU"; return 0; }
+    np=$((DS_GPUS >= 4 ? 4 : 2))
+    for m in solvebak residual cholesky qr auto; do
+        dsr "methods_2m_${m}_np1" 1 solve --rows 2000000 --cols 1000 --method "$m" --repeat 5
+        dsr "methods_2m_${m}_np$np" "$np" solve --rows 2000000 --cols 1000 --method "$m" --repeat 5
+    done
 }
 
 part_ann() {
