@@ -43,7 +43,7 @@ except ImportError as e:
     import os
     import shutil
     for py in (shutil.which("python3"), "/usr/bin/python3"):
-        if py and os.path.realpath(py) != os.path.realpath(sys.executable) and not os.environ.get("DS_GELS_REEXEC") \
+        if py and os.path.abspath(py) != sys.executable and not os.environ.get("DS_GELS_REEXEC") \
                 and subprocess.run([py, "-c", "import h5py, numpy"], capture_output=True).returncode == 0:
             os.environ["DS_GELS_REEXEC"] = "1"
             os.execv(py, [py, *sys.argv])
