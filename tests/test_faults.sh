@@ -6,6 +6,7 @@
 #   SIGKILL of rank 2 during a solve   the launcher ends the job: non-zero
 #   a failure injected in each phase   exit 1, that rank's message (DSOLVE_INJECT_FAILURE=RANK:PHASE)
 #   a stuck rank (a phase that never ends, DSOLVE_INJECT_FAILURE=RANK:hang)   the watchdog: non-zero
+#   SIGTERM to the launcher while the ranks write a file   non-zero, no temporary file left
 # Usage: test_faults.sh DSOLVE MPIEXEC. Needs python3 with numpy and h5py (77 without), Linux /proc.
 set -u
 dsolve=$(realpath "$1")
@@ -64,6 +65,35 @@ signal_row() {
 
 signal_row sigstop STOP 1 15 "no progress for .* rank 1 (pid [0-9]*) is stopped"
 signal_row sigkill KILL 2 15 ""
+
+# SIGTERM (Slurm's time limit, scancel) to the launcher while 3 ranks write a 1.6 GB file: the ranks get
+# it too and end by it, and no temporary output may be left behind.
+sigterm_row() {
+    rm -f big.h5 big.h5.part*
+    "$mpiexec" -np 3 "$dsolve" gen --rows 2000000 --cols 100 --output big.h5 >out.txt 2>err.txt &
+    local job=$! t0
+    for _ in $(seq 100); do
+        compgen -G "big.h5.part*" >/dev/null && break
+        sleep 0.1
+    done
+    sleep 0.5
+    kill -TERM "$job"
+    t0=$SECONDS
+    while kill -0 "$job" 2>/dev/null && [ $((SECONDS - t0)) -le 15 ]; do sleep 0.2; done
+    if kill -0 "$job" 2>/dev/null; then
+        bad "sigterm: the job still runs 15 s after SIGTERM"
+        pkill -KILL -f "$dsolve gen --rows 2000000"
+    fi
+    wait "$job"
+    local rc=$?
+    sleep 0.5
+    if [ "$rc" -eq 0 ]; then bad "sigterm: exit 0 (the file was written before the signal: make it larger)"
+    elif [ -n "$(pgrep -f "$dsolve gen --rows 2000000")" ]; then bad "sigterm: processes left behind"
+    elif [ -e big.h5 ] || compgen -G "big.h5.part*" >/dev/null; then bad "sigterm: left $(ls big.h5*)"
+    else ok; fi
+    rm -f big.h5 big.h5.part*
+}
+sigterm_row
 
 # Injected failures: every phase, a non-zero rank; exit 1 with that rank's one line, no output.
 for phase in setup sweep check; do

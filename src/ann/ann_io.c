@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cleanup.h"
 #include "h5io.h"
 #include "cli/plot.h"
 
@@ -38,11 +39,13 @@ int ann_model_write(ds_ctx *ctx, const ann_model *m, const char *path, const cha
     if (ctx->rank == 0) {
         char tmp[4200];
         h5io_part_name(path, ctx->job_tag, tmp, sizeof tmp);
+        cleanup_add(tmp);
         rc = model_write_file(m, tmp, source, options, &ctx->msg);
         if (rc == DS_OK)
             rc = h5io_commit(tmp, path, &ctx->msg);
         if (rc != DS_OK)
             h5io_discard(tmp);
+        cleanup_remove(tmp);
     }
     return ctx_agree(ctx, rc);
 }
@@ -134,6 +137,7 @@ int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, con
 {
     char tmp[4200];
     h5io_part_name(path, ctx->job_tag, tmp, sizeof tmp);
+    cleanup_add(tmp);
     int rc = DS_OK;
     if (ctx->rank == 0) {
         rc = h5io_create_dataset(tmp, 1, "yhat", d->rows_global, m->classes ? m->outputs : 0, &ctx->msg);
@@ -148,6 +152,7 @@ int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, con
     rc = ctx_agree(ctx, rc);
     if (rc != DS_OK && ctx->rank == 0)
         h5io_discard(tmp);
+    cleanup_remove(tmp);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "core/cleanup.h"
 #include "core/ctx.h"
 #include "core/data.h"
 #include "core/gen.h"
@@ -87,6 +88,7 @@ static int gen_run(ds_ctx *ctx, const ds_args *a, double *seconds)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--rows %lld is fewer than the %d ranks", (long long)p.rows, ctx->nranks);
     char tmp[4200];
     h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
+    cleanup_add(tmp);
     double t0 = MPI_Wtime(), *a_true = malloc((size_t)p.cols * sizeof(double));
     int rc = a_true ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     if (rc == DS_OK) {
@@ -106,6 +108,7 @@ static int gen_run(ds_ctx *ctx, const ds_args *a, double *seconds)
     rc = ctx_agree(ctx, rc);
     if (rc != DS_OK && ctx->rank == 0)
         h5io_discard(tmp);
+    cleanup_remove(tmp);
     free(a_true);
     *seconds = MPI_Wtime() - t0;
     return rc;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "core/cleanup.h"
 #include "core/data.h"
 #include "h5io.h"
 #include "cli/opts.h"
@@ -217,6 +218,7 @@ static int sort_write(ds_ctx *ctx, sort_cmd *c)
         return DS_OK;
     char tmp[4200];
     h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
+    cleanup_add(tmp);
     int64_t at = 0;
     MPI_Exscan(&c->res.n, &at, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
     if (ctx->rank == 0)
@@ -229,6 +231,7 @@ static int sort_write(ds_ctx *ctx, sort_cmd *c)
     rc = ctx_agree(ctx, rc);
     if (rc != DS_OK && ctx->rank == 0)
         h5io_discard(tmp);
+    cleanup_remove(tmp);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "core/cleanup.h"
 #include "cli/opts.h"
 
 typedef struct ds_command {
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
     // A write past `ulimit -f` then fails with EFBIG, reported and cleaned up like a full disk, instead of
     // killing the process with its temporary file left behind.
     signal(SIGXFSZ, SIG_IGN);
+    cleanup_install();  // SIGTERM, SIGINT, SIGHUP: no temporary output left behind
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/cleanup.h"
 #include "core/ctx.h"
 
 enum { W = 760, H = 440, ML = 80, MR = 210, MT = 40, MB = 60 };  // size and margins, pixels
@@ -114,9 +115,12 @@ int plot_svg(const char *path, const char *title, const char *xlabel, const char
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.part.%llx", path, ctx_process_tag());  // as h5io_part_name
+    cleanup_add(tmp);
     FILE *f = fopen(tmp, "w");
-    if (!f)
+    if (!f) {
+        cleanup_remove(tmp);
         return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write the plot", path);
+    }
     axis ax = plot_axis(series, nseries, 0, logx), ay = plot_axis(series, nseries, 1, logy);
     fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif'>\n", W, H);
     fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n<text x='%d' y='24' font-size='15'>", ML);
@@ -140,6 +144,7 @@ int plot_svg(const char *path, const char *title, const char *xlabel, const char
         bad = errno;
     if (!bad && rename(tmp, path) != 0)
         bad = errno;
+    cleanup_remove(tmp);
     if (bad) {
         remove(tmp);
         return ds_fail(msg, DS_ERR_RUNTIME, "%s: cannot write the plot: %s", path, strerror(bad));
