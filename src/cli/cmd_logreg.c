@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "h5io.h"
 #include "logreg/logreg_data.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
@@ -32,6 +33,11 @@ static const ds_opt logreg_table[] = {
     {"precision", OPT_CHOICE, "f32", "f32|f64", 0, 0, "storage of X and the GEMMs (the loss, gradient sums and optimiser stay f64)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the objective by iteration (one line per size)"},
     {"repeat", OPT_INT, "1", "R", 1, 1000, "with R > 1: one warm-up training, then R timed ones; the median time is reported"},
+    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
+     "write the training state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, after which the run stops with exit 5"},
+    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: every iteration)"},
+    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
+     "resume from a checkpoint of the same run (the same data and settings, on any number of ranks)"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -48,6 +54,7 @@ typedef struct lr_run {
     lr_source train, test;
     int have_test;
     double t_start;
+    ds_ckpt ck;  // --checkpoint, --restart
 } lr_run;
 
 typedef struct lr_row {
@@ -99,7 +106,25 @@ static int logreg_parse(int argc, char **argv, lr_run *r, ds_msg *msg)
     r->train = (lr_source){.h5 = opts_str(a, "input"), .xname = xn, .lname = ln, .dir = dir, .split = "train"};
     r->test = (lr_source){.h5 = opts_str(a, "test"), .xname = xn, .lname = ln, .dir = dir, .split = "t10k"};
     r->have_test = !opts_given(a, "input") || opts_given(a, "test");
-    return parse_sizes(opts_str(a, "samples"), r, msg);
+    DS_CHECK(parse_sizes(opts_str(a, "samples"), r, msg));
+    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
+                      .every = opts_double(a, "checkpoint-every"), .what = "logreg"};
+    if (!r->ck.path && !r->ck.restart)
+        return DS_OK;
+    if (r->nsizes > 1 || opts_int(a, "repeat") > 1)
+        return ds_fail(msg, DS_ERR_USAGE, "--checkpoint and --restart take one training: one --samples size, --repeat 1");
+    if (r->ck.path)
+        DS_CHECK(h5io_output_dir_ok(r->ck.path, msg));
+    r->o.ckpt = &r->ck;
+    return DS_OK;
+}
+
+// What a checkpoint must belong to: the data (its source and size) and every setting of the training.
+static uint64_t logreg_fingerprint(const lr_run *r, const lr_set *s, const char *src)
+{
+    const double v[] = {r->o.model, r->o.optimizer, r->o.iters, r->o.classes, r->o.lr, r->o.l2, r->f32,
+                        (double)s->rows_global, (double)s->cols};
+    return ckpt_hash(ckpt_hash(0, v, sizeof v), src, strlen(src));
 }
 
 static const char *model_name(int m)
@@ -138,6 +163,8 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
             model_name(r->o.model), optimizer_name(r->o.optimizer), r->o.iters);
     row->samples = train.rows_global;
     row->features = train.cols - 1;
+    if (r->o.ckpt)
+        r->o.ckpt->fingerprint = logreg_fingerprint(r, &train, src);
     const int reps = (int)opts_int(&r->args, "repeat");
     double times[1000];  // --repeat's most
     repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 1};
@@ -191,6 +218,10 @@ static void logreg_json(const ds_ctx *ctx, const lr_run *r, const lr_row *rows, 
     json_num(&j, "total_seconds", total);
     json_int(&j, "repeat", opts_int(&r->args, "repeat"));
     json_nums(&j, "loss_history", last->res.loss, last->res.iters + 1);
+    char digest[20];  // the weights' bytes, FNV-1a: equal digests, bitwise equal weights
+    snprintf(digest, sizeof digest, "%016llx",
+             (unsigned long long)ckpt_hash(0, last->res.W, (size_t)(last->features + 1) * r->o.classes * sizeof(double)));
+    json_str(&j, "weights_digest", digest);
     json_nums(&j, "sweep_samples", v[0], n);
     json_nums(&j, "sweep_train_accuracy", v[1], n);
     json_nums(&j, "sweep_test_accuracy", v[2], n);

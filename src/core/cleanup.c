@@ -23,6 +23,28 @@ static void cleanup_on_signal(int sig)
     raise(sig);
 }
 
+static volatile sig_atomic_t cleanup_noted;
+
+static void cleanup_note(int sig)
+{
+    cleanup_noted = sig;
+}
+
+void cleanup_defer(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = cleanup_note;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+int cleanup_pending(void)
+{
+    return cleanup_noted;
+}
+
 void cleanup_install(void)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};

@@ -12,6 +12,7 @@ enum ds_status {
     DS_ERR_USAGE = 2,    // bad command line
     DS_ERR_INPUT = 3,    // bad input file or data
     DS_ERR_NUMERIC = 4,  // NaN, divergence, a singular system
+    DS_STOPPED = 5,      // stopped on SIGTERM or SIGUSR1 after writing a checkpoint: resume with --restart
 };
 
 // The message of the first failure, one line, without a trailing newline.

@@ -38,12 +38,16 @@ void logreg_result_free(lr_result *res)
     res->W = res->loss = NULL;
 }
 
+// A checkpoint's loop counters (lr_checkpoint).
+enum { LR_CK_IT, LR_CK_COUNT, LR_CK_NEWEST, LR_CK_F, LR_CK_LEN };
+
 // The training state in backend memory, one allocation.
 enum { OUT_F, OUT_ACC, OUT_FT, OUT_ACCT, OUT_GTD, OUT_T, OUT_LEN };
 typedef struct lr_state {
     int64_t dk;
     double *mem;
     double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *gbuf, *out, *rho, *hist;
+    double *resume, resume_ck[LR_CK_LEN];  // --restart: the checkpoint (host) and its counters, else NULL
 } lr_state;
 
 static int lr_state_alloc(ds_ctx *ctx, int64_t dk, int iters, lr_state *st)
@@ -65,9 +69,64 @@ static int lr_state_alloc(ds_ctx *ctx, int64_t dk, int iters, lr_state *st)
     return ctx->be->fill(ctx, st->mem, total, 0.0);
 }
 
+// Checkpoints: the whole training state (one allocation, W, the L-BFGS pairs, the history, Nesterov's t)
+// and the host losses, with the loop's counters [it, count, newest, f]. Taken at the top of an iteration,
+// where the state is whole; a restart continues from there as if never stopped (the same sums in the
+// same order on the same ranks: bitwise).
+
+static int64_t lr_state_len(const lr_state *st, int iters)
+{
+    const int m = LR_LBFGS_MEMORY;
+    return 6 * st->dk + 2 * m * st->dk + (st->dk + 2) + OUT_LEN + m + (iters + 1);
+}
+
+// At the top of iteration ck[LR_CK_IT]: a checkpoint when due; DS_STOPPED after it on a signal.
+static int lr_checkpoint(ds_ctx *ctx, const lr_opts *o, lr_state *st, const lr_result *res, const double *ck)
+{
+    const int due = ckpt_due(ctx, o->ckpt);
+    if (!due)
+        return DS_OK;
+    const int64_t ns = lr_state_len(st, o->iters), n = ns + o->iters + 1;
+    double *host = malloc((size_t)n * sizeof(double));
+    int rc = host ? ctx->be->download(ctx, host, st->mem, (size_t)ns * sizeof(double))
+                  : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK) {
+        memcpy(host + ns, res->loss, (size_t)(o->iters + 1) * sizeof(double));
+        rc = ckpt_write(ctx, o->ckpt, host, n, ck, LR_CK_LEN);
+    }
+    free(host);
+    DS_CHECK(rc);
+    ctx_log(ctx, "logreg: checkpoint after %d iterations written to %s", (int)ck[LR_CK_IT], o->ckpt->path);
+    if (due == 2)
+        return ds_fail(&ctx->msg, DS_STOPPED, "logreg: stopped on a signal after %d iterations; resume with --restart %s",
+                       (int)ck[LR_CK_IT], o->ckpt->path);
+    return DS_OK;
+}
+
+// --restart, before the training (a bad file is a failure all ranks agree on): the checkpoint's state
+// and the host losses in *host (ns + iters + 1 values), its counters in ck.
+static int lr_resume_read(ds_ctx *ctx, const lr_opts *o, const lr_state *st, double **host, double *ck)
+{
+    const int64_t n = lr_state_len(st, o->iters) + o->iters + 1;
+    *host = malloc((size_t)n * sizeof(double));
+    int rc = *host ? ckpt_read(ctx, o->ckpt, *host, n, ck, LR_CK_LEN) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK && !(ck[LR_CK_IT] >= 0 && ck[LR_CK_IT] <= o->iters && ck[LR_CK_COUNT] >= 0 &&
+                         ck[LR_CK_COUNT] <= LR_LBFGS_MEMORY && ck[LR_CK_NEWEST] >= 0 && ck[LR_CK_NEWEST] < LR_LBFGS_MEMORY))
+        rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /counters out of range", o->ckpt->restart);
+    return ctx_agree(ctx, rc);
+}
+
+// In the loop, before its first iteration: the state read by lr_resume_read replaces the fresh one.
+static int lr_resume(ds_ctx *ctx, const lr_opts *o, lr_state *st, lr_result *res, const double *host)
+{
+    const int64_t ns = lr_state_len(st, o->iters);
+    memcpy(res->loss, host + ns, (size_t)(o->iters + 1) * sizeof(double));
+    return ctx->be->upload(ctx, st->mem, host, (size_t)ns * sizeof(double));
+}
+
 static int lr_abort(ds_ctx *ctx, int rc)
 {
-    if (rc == DS_OK || ctx->nranks == 1)
+    if (rc == DS_OK || rc == DS_STOPPED || ctx->nranks == 1)  // a stop after a checkpoint is agreed
         return rc;
     fprintf(stderr, "dsolve: %s (rank %d; ending the job)\n", ctx->msg.text[0] ? ctx->msg.text : "failed", ctx->rank);
     fflush(stderr);
@@ -91,8 +150,15 @@ static int lr_first_order(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_s
     const int nesterov = o->optimizer == LR_NESTEROV;
     if (nesterov)  // x: the iterate; W: the point where the gradient is taken
         DS_CHECK(ctx->be->fill(ctx, st->out + OUT_T, 1, 1.0));
-    for (int it = 0; it < o->iters; it++) {
+    double ck[LR_CK_LEN] = {0};
+    if (st->resume) {
+        DS_CHECK(lr_resume(ctx, o, st, res, st->resume));
+        memcpy(ck, st->resume_ck, sizeof ck);
+    }
+    for (int it = (int)ck[LR_CK_IT]; it < o->iters; it++) {
         ctx_beat(ctx, "logreg: iterations");
+        ck[LR_CK_IT] = it;
+        DS_CHECK(lr_checkpoint(ctx, o, st, res, ck));
         DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + it));
         if (nesterov)
             DS_CHECK(ops->nesterov(ctx, w, st->x, st->W, st->g, o->lr, st->out + OUT_T));
@@ -145,10 +211,17 @@ static int lr_lbfgs(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s,
     DS_CHECK(ctx->be->download(ctx, out, st->out, sizeof out));
     double f = out[OUT_F];
     int count = 0, newest = LR_LBFGS_MEMORY - 1, it = 0;
+    if (st->resume) {
+        DS_CHECK(lr_resume(ctx, o, st, res, st->resume));
+        const double *ck = st->resume_ck;
+        it = (int)ck[LR_CK_IT], count = (int)ck[LR_CK_COUNT], newest = (int)ck[LR_CK_NEWEST], f = ck[LR_CK_F];
+    }
     snprintf(res->stop_reason, sizeof res->stop_reason, "iterations");
     for (; it < o->iters; it++) {
         int accepted = 0;
         ctx_beat(ctx, "logreg: L-BFGS iterations");
+        const double now[LR_CK_LEN] = {it, count, newest, f};
+        DS_CHECK(lr_checkpoint(ctx, o, st, res, now));
         DS_CHECK(lr_lbfgs_step(ctx, ops, w, s, st, count, newest, &f, &accepted));
         if (!accepted) {
             snprintf(res->stop_reason, sizeof res->stop_reason, "line search: no step decreases the objective");
@@ -169,6 +242,8 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
                   lr_result *res)
 {
     const ds_backend *be = ctx->be;
+    if (o->ckpt)
+        ckpt_start(ctx, o->ckpt);
     DS_CHECK(be->mark(ctx, 0));
     if (o->optimizer == LR_LBFGS)
         DS_CHECK(lr_lbfgs(ctx, ops, w, s, o, st, res));
@@ -212,8 +287,11 @@ int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *
     if (rc == DS_OK)
         rc = lr_state_alloc(ctx, dk, o->iters, &st);
     rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && o->ckpt && o->ckpt->restart)
+        rc = lr_resume_read(ctx, o, &st, &st.resume, st.resume_ck);
     if (rc == DS_OK)
         rc = lr_abort(ctx, lr_run(ctx, ops, &w, train, o, &st, res));
+    free(st.resume);
     if (st.mem)
         ctx->be->free(ctx, st.mem);
     ops->close(ctx, &w);

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "core/ckpt.h"
 #include "core/ctx.h"
 
 enum lr_model { LR_SOFTMAX, LR_OVR };
@@ -26,6 +27,7 @@ typedef struct lr_set {
 typedef struct lr_opts {
     int model, optimizer, iters, classes;
     double lr, l2;
+    ds_ckpt *ckpt;  // checkpoints and restart (ckpt.h), or NULL
 } lr_opts;
 
 typedef struct lr_result {
