@@ -12,6 +12,8 @@
 # PARTs, in the order given (a GPU part on a machine without a GPU is skipped, not failed):
 #   build        jobs/build.sh into DSOLVE_BUILD (default build/; incremental)
 #   ctest        ctest -L gpu (the GPU tests; they skip without a GPU);  ctest-all  every test
+#   sanitize     compute-sanitizer: memcheck over the GPU op and end-to-end tests (one rank), racecheck
+#                over the ops with shared-memory kernels
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
 #                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
@@ -202,6 +204,25 @@ part_ctest() {
     [ "$part" = ctest ] || label=()
     DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
         run tests ctest --test-dir "$DS_BUILD" "${label[@]}" -j 4 --output-on-failure --timeout 300
+}
+
+# compute-sanitizer over the GPU tests of one rank: memcheck of every backend op and of the end-to-end
+# tests (test_gpu: solve against the CPU backend; qr, ann, sort, logreg); racecheck of the kernels with shared memory (solve, qr, sort,
+# logreg ops). A report fails the run (--error-exitcode).
+part_sanitize() {
+    local cs t f
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    [ -x "$cs" ] || { skip sanitize "no compute-sanitizer"; return 0; }
+    [ "$DS_GPUS" -ge 1 ] || { skip sanitize "no GPU here"; return 0; }
+    local -x NCCL_NVLS_ENABLE=0
+    run memcheck_ops "$cs" --tool memcheck --error-exitcode 9 "$DS_BUILD/tests/test_backend_ops" gpu
+    run memcheck_gpu "$cs" --tool memcheck --error-exitcode 9 "$DS_BUILD/tests/test_gpu"
+    for t in solve_qr ann sort logreg; do
+        run "memcheck_$t" "$cs" --tool memcheck --error-exitcode 9 "$DS_BUILD/tests/test_$t" gpu
+    done
+    for f in solve.gram solve.block qr.stack sort. logreg.; do
+        run "racecheck_${f%.}" "$cs" --tool racecheck --error-exitcode 9 "$DS_BUILD/tests/test_backend_ops" gpu "$f"
+    done
 }
 
 part_solve() {
