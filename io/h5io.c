@@ -174,21 +174,23 @@ static int check_type(hid_t dset, const char *path, const char *name, int *f32, 
     hid_t t = H5Dget_type(dset);
     H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
     size_t size = t >= 0 ? H5Tget_size(t) : 0;
+    int standard = t >= 0 && h5i_standard_type(t);
     h5i_close_type(t);
     if (c == H5T_NO_CLASS)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its type", path, name);
     if (c != H5T_FLOAT)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %s type, expected float32 or float64",
                        path, name, class_name(c));
-    if (size != 4 && size != 8)
+    if ((size != 4 && size != 8) || !standard)
         return ds_fail(msg, DS_ERR_INPUT,
-                       "%s: dataset %s: %zu-byte float type, expected float32 or float64", path,
-                       name, size);
+                       "%s: dataset %s: %zu-byte%s float type, expected float32 or float64", path,
+                       name, size, standard ? "" : " non-IEEE");
     *f32 = size == 4;
     return DS_OK;
 }
 
-// The dataset must have `rank` dimensions, none 0, whose product times 8 bytes fits in int64.
+// The dataset must have `rank` dimensions, none 0, whose product times 8 bytes fits in int64, and
+// which its file can back (h5i_check_storage).
 static int check_shape(hid_t dset, const char *path, const char *name, int rank, int64_t dims[2],
                        ds_msg *msg)
 {
@@ -212,7 +214,7 @@ static int check_shape(hid_t dset, const char *path, const char *name, int rank,
         total *= d[i];
         dims[i] = (int64_t)d[i];
     }
-    return DS_OK;
+    return h5i_check_storage(dset, path, name, total, msg);
 }
 
 // Opens dataset name (normalised) once it passes check_links, is a dataset, and passes check_type

@@ -42,14 +42,16 @@ static int key_type(hid_t dset, const char *path, const char *name, int *type, d
     H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
     size_t size = t >= 0 ? H5Tget_size(t) : 0;
     H5T_sign_t sign = c == H5T_INTEGER ? H5Tget_sign(t) : H5T_SGN_ERROR;
+    int standard = t >= 0 && h5i_standard_type(t);
     h5i_close_type(t);
     if (c == H5T_NO_CLASS)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its type", path, name);
-    if ((c != H5T_INTEGER && c != H5T_FLOAT) || (size != 4 && size != 8))
+    if ((c != H5T_INTEGER && c != H5T_FLOAT) || (size != 4 && size != 8) || !standard)
         return ds_fail(msg, DS_ERR_INPUT,
-                       "%s: dataset %s: unsupported type (%zu-byte %s); expected int32, int64, uint32, uint64, "
+                       "%s: dataset %s: unsupported type (%zu-byte %s%s); expected int32, int64, uint32, uint64, "
                        "float32 or float64",
-                       path, name, size, c == H5T_INTEGER ? "integer" : c == H5T_FLOAT ? "float" : "non-numeric");
+                       path, name, size, standard || c == H5T_NO_CLASS ? "" : "non-standard ",
+                       c == H5T_INTEGER ? "integer" : c == H5T_FLOAT ? "float" : "non-numeric");
     if (c == H5T_FLOAT)
         *type = size == 4 ? H5IO_KEY_F32 : H5IO_KEY_F64;
     else if (sign == H5T_SGN_NONE)
@@ -76,7 +78,7 @@ static int key_length(hid_t dset, const char *path, const char *name, int64_t *n
     if (d[0] > (hsize_t)INT64_MAX / 16)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: too large", path, name);
     *n = (int64_t)d[0];
-    return DS_OK;
+    return h5i_check_storage(dset, path, name, d[0], msg);
 }
 
 // Opens a validated 1-D key dataset; the caller closes *dset.

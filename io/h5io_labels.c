@@ -20,10 +20,11 @@ static int open_label_dataset(hid_t file, const char *path, const char *name, hi
     if (rc == DS_OK) {
         hid_t t = H5Dget_type(obj);
         H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+        int standard = t >= 0 && h5i_standard_type(t);
         h5i_close_type(t);
-        if (c != H5T_INTEGER)
+        if (c != H5T_INTEGER || !standard)
             rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %s, expected integer class labels", path, name,
-                         c == H5T_FLOAT ? "floating-point type" : "not an integer type");
+                         c == H5T_FLOAT ? "floating-point type" : c == H5T_INTEGER ? "non-standard integer type" : "not an integer type");
     }
     if (rc == DS_OK)
         rc = h5i_check_shape(obj, path, name, 1, dims, msg);

@@ -72,7 +72,7 @@ int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, 
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: attribute %s: cannot open", path, dn, attr);
     if (rc == DS_OK) {
         H5T_class_t c = H5Tget_class(t);
-        if ((c != H5T_INTEGER && c != H5T_FLOAT) || H5Sget_simple_extent_npoints(sp) != 1 ||
+        if ((c != H5T_INTEGER && c != H5T_FLOAT) || !h5i_standard_type(t) || H5Sget_simple_extent_npoints(sp) != 1 ||
             H5Aread(a, H5T_NATIVE_DOUBLE, value) < 0)
             rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: attribute %s: not a number", path, dn, attr);
     }

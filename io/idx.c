@@ -77,9 +77,9 @@ static int idx_header(gzFile gz, const char *path, int want_ndims, idx_info *inf
             return ds_fail(msg, DS_ERR_INPUT, "%s: IDX dimension %d is 0 (empty)", path, d);
     }
     *info = (idx_info){.ndims = want_ndims, .count = dims[0], .rows = dims[1], .cols = dims[2]};
-    info->row_len = dims[1] * dims[2];
     int64_t total;
-    if (__builtin_mul_overflow(info->count, info->row_len, &total) || total > INT64_MAX / 2)
+    if (__builtin_mul_overflow(dims[1], dims[2], &info->row_len) ||
+        __builtin_mul_overflow(info->count, info->row_len, &total) || total > INT64_MAX / 2)
         return ds_fail(msg, DS_ERR_INPUT, "%s: IDX dimensions too large", path);
     return DS_OK;
 }
@@ -89,13 +89,24 @@ static int64_t idx_header_bytes(int ndims)
     return 4 + 4 * (int64_t)ndims;
 }
 
-// A plain file's size must be what its header announces.
-static int idx_check_plain_size(const char *path, const idx_info *info, ds_msg *msg)
+// deflate's best ratio: a gzip file of n bytes inflates to at most about 1032·n bytes (zlib's
+// documentation), so a header that announces more than that is damaged, not merely large.
+enum { IDX_GZIP_MAX_RATIO = 1032 };
+
+// A plain file's size must be what its header announces; a gzip file must be able to hold it (checked
+// before any reader sizes a buffer by the header).
+static int idx_check_size(const char *path, const idx_info *info, int plain, ds_msg *msg)
 {
     struct stat st;
     if (stat(path, &st) != 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: %s", path, strerror(errno));
     int64_t want = idx_header_bytes(info->ndims) + info->count * info->row_len, have = (int64_t)st.st_size;
+    if (!plain) {
+        if (have > INT64_MAX / IDX_GZIP_MAX_RATIO || want <= have * IDX_GZIP_MAX_RATIO)
+            return DS_OK;
+        return ds_fail(msg, DS_ERR_INPUT, "%s: the header announces %lld items of %lld bytes, more than a %lld-byte gzip file can hold (truncated or damaged)",
+                       path, (long long)info->count, (long long)info->row_len, (long long)have);
+    }
     if (have < want)
         return ds_fail(msg, DS_ERR_INPUT, "%s: truncated: the header announces %lld items of %lld bytes (%lld bytes in all), the file holds %lld",
                        path, (long long)info->count, (long long)info->row_len, (long long)want, (long long)have);
@@ -110,8 +121,8 @@ int idx_probe(const char *path, int want_ndims, idx_info *info, ds_msg *msg)
     gzFile gz = NULL;
     DS_CHECK(idx_open(path, &gz, msg));
     int rc = idx_header(gz, path, want_ndims, info, msg);
-    if (rc == DS_OK && gzdirect(gz))
-        rc = idx_check_plain_size(path, info, msg);
+    if (rc == DS_OK)
+        rc = idx_check_size(path, info, gzdirect(gz), msg);
     gzclose_r(gz);
     return rc;
 }

@@ -25,7 +25,9 @@ typedef struct idx_set {
 // Reads and validates path's header: the file opens (gzip or plain: zlib tells them apart), the
 // magic is 0x0000 with type code 0x08 (unsigned byte) and want_ndims (1 or 3) dimensions, no
 // dimension is 0, and the sizes do not overflow. A plain file must also hold exactly the bytes the
-// header announces (a gzip file's length is checked by the reader that reaches its end).
+// header announces; a gzip file no more than deflate's best ratio (1032:1) can inflate it to, so that
+// no caller sizes a buffer by a header its file cannot back (its exact length is checked by the reader
+// that reaches its end).
 // DS_ERR_INPUT with a one-line message naming the file otherwise.
 int idx_probe(const char *path, int want_ndims, idx_info *info, ds_msg *msg);
 

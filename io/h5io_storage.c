@@ -1,0 +1,107 @@
+// h5io_storage.c: whether a dataset's file can back what its header declares, checked before any
+// caller sizes a buffer by the header (a damaged or crafted file may declare 2^40 rows in 2 KB), and
+// the refusal of raw data kept outside the file (external storage, virtual datasets) and of number types
+// other than the standard ones (HDF5 1.10's conversions of odd bit layouts read out of bounds).
+// provides: h5i_check_storage, h5i_standard_type
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "h5io_internal.h"
+
+// A filtered dataset inflates to at most deflate's best ratio, about 1032:1 (zlib's documentation);
+// shuffle and fletcher32 do not compress. A header that declares more is damaged, not merely large.
+enum { FILTERED_MAX_RATIO = 1032 };
+
+// The most bytes that path's file (of file_bytes) can back for one dataset or chunk.
+static double max_backed(double file_bytes, int filtered)
+{
+    return filtered ? file_bytes * FILTERED_MAX_RATIO : file_bytes;
+}
+
+// The dataset's raw data must lie in this file: not in external files, not mapped from others.
+static int check_in_file(hid_t dcpl, const char *path, const char *name, ds_msg *msg)
+{
+    if (H5Pget_external_count(dcpl) != 0)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: data kept in external files, refused", path, name);
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (layout == H5D_VIRTUAL)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: a virtual dataset (data in other files), refused", path,
+                       name);
+    if (layout < 0)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its storage layout", path, name);
+    return DS_OK;
+}
+
+// A compact dataset keeps its data in its header: that must hold what the shape needs (HDF5 1.10
+// copies the shape's worth out of it).
+static int check_compact(hid_t dset, hid_t dcpl, const char *path, const char *name, double bytes, ds_msg *msg)
+{
+    if (H5Pget_layout(dcpl) != H5D_COMPACT || (double)H5Dget_storage_size(dset) >= bytes)
+        return DS_OK;
+    return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: holds %llu bytes of data, its shape needs %.0f (damaged)", path,
+                   name, (unsigned long long)H5Dget_storage_size(dset), bytes);
+}
+
+// The chunk that HDF5 would hold in memory to read a chunked dataset must fit the same bound, and no
+// wider than a dimension that cannot grow (HDF5's own rule when it creates one; 1.10 reads past a
+// decompressed chunk that is smaller than the chunk shape says).
+static int check_chunk(hid_t dset, hid_t dcpl, const char *path, const char *name, double elsize, double limit,
+                       ds_msg *msg)
+{
+    hsize_t c[H5S_MAX_RANK], maxdims[H5S_MAX_RANK];
+    hid_t sp = H5Dget_space(dset);
+    int nd = H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_chunk(dcpl, H5S_MAX_RANK, c) : 0;
+    if (nd > 0 && (sp < 0 || H5Sget_simple_extent_ndims(sp) != nd || H5Sget_simple_extent_dims(sp, NULL, maxdims) < 0))
+        nd = -1;
+    h5i_close_space(sp);
+    if (nd < 0)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its chunk shape", path, name);
+    double bytes = elsize;
+    for (int i = 0; i < nd; i++) {
+        if (maxdims[i] != H5S_UNLIMITED && c[i] > maxdims[i])
+            return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: chunks of %llu along dimension %d, which holds %llu (damaged)",
+                           path, name, (unsigned long long)c[i], i, (unsigned long long)maxdims[i]);
+        bytes *= (double)c[i];
+    }
+    if (bytes > limit)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: chunks of %.0f bytes, more than the file can hold (damaged?)",
+                       path, name, bytes);
+    return DS_OK;
+}
+
+int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n_elements, ds_msg *msg)
+{
+    struct stat st;
+    hid_t t = H5Dget_type(dset), dcpl = H5Dget_create_plist(dset);
+    size_t elsize = t >= 0 ? H5Tget_size(t) : 0;
+    int nfilters = dcpl >= 0 ? H5Pget_nfilters(dcpl) : -1;
+    int rc = DS_OK;
+    if (stat(path, &st) != 0 || elsize == 0 || nfilters < 0)
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its storage", path, name);
+    if (rc == DS_OK)
+        rc = check_in_file(dcpl, path, name, msg);
+    double limit = max_backed((double)st.st_size, nfilters > 0), bytes = (double)n_elements * (double)elsize;
+    if (rc == DS_OK && bytes > limit)
+        rc = ds_fail(msg, DS_ERR_INPUT,
+                     "%s: dataset %s: declares %llu values (%.0f bytes), more than the %lld-byte file holds (truncated or damaged)",
+                     path, name, (unsigned long long)n_elements, bytes, (long long)st.st_size);
+    if (rc == DS_OK)
+        rc = check_compact(dset, dcpl, path, name, bytes, msg);
+    if (rc == DS_OK)
+        rc = check_chunk(dset, dcpl, path, name, (double)elsize, limit, msg);
+    h5i_close_plist(dcpl);
+    h5i_close_type(t);
+    return rc;
+}
+
+int h5i_standard_type(hid_t t)
+{
+    const hid_t std[] = {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE, H5T_STD_I8LE,
+                         H5T_STD_I8BE,   H5T_STD_I16LE,  H5T_STD_I16BE,  H5T_STD_I32LE,  H5T_STD_I32BE,
+                         H5T_STD_I64LE,  H5T_STD_I64BE,  H5T_STD_U8LE,   H5T_STD_U8BE,   H5T_STD_U16LE,
+                         H5T_STD_U16BE,  H5T_STD_U32LE,  H5T_STD_U32BE,  H5T_STD_U64LE,  H5T_STD_U64BE};
+    for (size_t i = 0; i < sizeof std / sizeof std[0]; i++)
+        if (H5Tequal(t, std[i]) > 0)
+            return 1;
+    return 0;
+}

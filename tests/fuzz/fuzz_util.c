@@ -1,0 +1,93 @@
+// fuzz_util.c: the scratch folder and the verdict shared by the harnesses (see fuzz_util.h).
+#include "fuzz_util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char scratch[256];
+static char paths[8][320];
+static int n_paths;
+
+static void scratch_remove(void)
+{
+    for (int i = 0; i < n_paths; i++)
+        unlink(paths[i]);
+    rmdir(scratch);
+}
+
+const char *fuzz_dir(void)
+{
+    if (!scratch[0]) {
+        const char *tmp = getenv("TMPDIR");
+        int n = snprintf(scratch, sizeof scratch, "%s/dsolve-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        DS_ASSERT(n > 0 && (size_t)n < sizeof scratch);
+        if (!mkdtemp(scratch)) {
+            perror("fuzz: mkdtemp");
+            abort();
+        }
+        atexit(scratch_remove);
+    }
+    return scratch;
+}
+
+const char *fuzz_path(const char *name)
+{
+    fuzz_dir();
+    for (int i = 0; i < n_paths; i++)
+        if (strcmp(strrchr(paths[i], '/') + 1, name) == 0)
+            return paths[i];
+    DS_ASSERT(n_paths < 8 && strlen(scratch) + strlen(name) + 2 <= sizeof paths[0]);
+    snprintf(paths[n_paths], sizeof paths[0], "%s/%s", scratch, name);
+    return paths[n_paths++];
+}
+
+const char *fuzz_write(const char *name, const uint8_t *data, size_t n)
+{
+    const char *path = fuzz_path(name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        perror(path);
+        abort();
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w <= 0) {
+            perror(path);
+            abort();
+        }
+        done += (size_t)w;
+    }
+    close(fd);
+    return path;
+}
+
+void fuzz_expect(int rc, const ds_msg *msg, const char *call)
+{
+    static int verbose = -1;
+    if (verbose < 0)
+        verbose = getenv("DSOLVE_FUZZ_VERBOSE") != NULL;
+    if (verbose)
+        fprintf(stderr, "fuzz: %s: %d %s\n", call, rc, msg->text);
+    int ok = rc == DS_OK || (rc == DS_ERR_INPUT && msg->text[0] && !strchr(msg->text, '\n'));
+    if (ok)
+        return;
+    fprintf(stderr, "fuzz: %s returned %d (want 0 or %d with a one-line message): \"%s\"\n", call, rc,
+            DS_ERR_INPUT, msg->text);
+    abort();
+}
+
+void *fuzz_alloc(const char *path, const char *what, int64_t rows, int64_t width, size_t elsize)
+{
+    double bytes = (double)rows * (double)width * (double)elsize;
+    if (rows < 0 || width < 0 || bytes > FUZZ_MAX_BYTES) {
+        fprintf(stderr, "fuzz: %s: %s: the probe accepted %lld × %lld values (%.3g bytes) from a %s\n", path, what,
+                (long long)rows, (long long)width, bytes, "small file");
+        abort();
+    }
+    void *p = malloc(bytes > 0 ? (size_t)bytes : 1);
+    DS_ASSERT(p);
+    return p;
+}

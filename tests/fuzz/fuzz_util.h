@@ -1,0 +1,34 @@
+// fuzz_util.h: what the libFuzzer harnesses of tests/fuzz share: a per-process scratch folder that
+// the fuzz input is written into (the io/ readers take paths), and the verdict on a reader's status.
+// provides: fuzz_dir, fuzz_path, fuzz_write, fuzz_expect, fuzz_alloc, FUZZ_MAX_BYTES
+#ifndef DS_FUZZ_UTIL_H
+#define DS_FUZZ_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+// The most bytes a harness lets a reader's output take: an accepted header that sizes more than
+// this from a fuzz input (a few KB) is an over-allocation the reader should have refused.
+enum { FUZZ_MAX_BYTES = 256 << 20 };
+
+// This process's scratch folder, in $TMPDIR or /tmp (made on first use, removed with its files at exit).
+const char *fuzz_dir(void);
+
+// name's path inside this process's scratch folder (made on first use, removed at exit).
+const char *fuzz_path(const char *name);
+
+// Writes n bytes to name in the scratch folder (truncating it) and returns its path.
+const char *fuzz_write(const char *name, const uint8_t *data, size_t n);
+
+// A reader's verdict must be success or DS_ERR_INPUT with a one-line message; anything else (another
+// status, an empty or multi-line message) aborts with what was seen, so that libFuzzer reports it.
+// With DSOLVE_FUZZ_VERBOSE set in the environment, every verdict is printed (to triage an input).
+void fuzz_expect(int rc, const ds_msg *msg, const char *call);
+
+// A buffer of rows × width × elsize bytes (at least 1) for a reader to fill, sized by what a probe
+// accepted: past FUZZ_MAX_BYTES it aborts, naming path and what, since the probe should have refused.
+void *fuzz_alloc(const char *path, const char *what, int64_t rows, int64_t width, size_t elsize);
+
+#endif
