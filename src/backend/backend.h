@@ -80,6 +80,21 @@ typedef struct ds_backend {
     int (*fill)(ds_ctx *ctx, double *x, int64_t n, double value);            // queued
     int (*gather)(ds_ctx *ctx, double *dst, const double *src, int64_t n, int64_t stride);  // dst[i] = src[i·stride], queued
     int (*sync)(ds_ctx *ctx);
+    // y[0 .. n) += alpha·x[0 .. n) (backend memory). Queued.
+    int (*axpy)(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha);
+
+    // Staging of streamed inputs (core/rows.c). host_alloc: host memory that the backend copies from
+    // fastest (pinned on CUDA, aligned on the CPU; DS_ERR_RUNTIME naming the size when short); host_free
+    // releases it. stage: copies bytes from such memory to backend memory as slot (0 .. DS_STAGES−1), on
+    // the backend's copy queue, after the work queued before slot's last stage_release, and before the
+    // work queued after it (the copy overlaps the work queued before). stage_wait: returns when slot's
+    // copy is done, so its host memory may be refilled. stage_release: marks the end of the work that
+    // reads slot's backend memory (the next stage into that slot waits for it).
+    int (*host_alloc)(ds_ctx *ctx, void **ptr, size_t bytes);
+    void (*host_free)(ds_ctx *ctx, void *ptr);
+    int (*stage)(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes);
+    int (*stage_wait)(ds_ctx *ctx, int slot);
+    int (*stage_release)(ds_ctx *ctx, int slot);
 
     // Timing: mark records a point in the queue (a device event on CUDA) in slot 0 .. DS_MARKS−1;
     // elapsed waits for the later mark and gives the seconds between the two.
@@ -107,6 +122,7 @@ typedef struct ds_backend {
 } ds_backend;
 
 #define DS_MARKS 16
+#define DS_STAGES 4
 
 // The CPU backend's alltoallv moves at most this many bytes per rank pair in one MPI message. Tests
 // make it small (environment DSOLVE_TEST_A2A_CHUNK, bytes, read when the backend opens) to exercise the

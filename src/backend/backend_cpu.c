@@ -104,6 +104,26 @@ static int cpu_gather(ds_ctx *ctx, double *dst, const double *src, int64_t n, in
 
 static int cpu_sync(ds_ctx *ctx) { return DS_OK; }
 
+static int cpu_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] += alpha * x[i];
+    return DS_OK;
+}
+
+// Staging on a host backend: the copy is done when stage returns, so there is nothing to wait for.
+static int cpu_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    return cpu_memcpy(ctx, dst, src, bytes);
+}
+
+static int cpu_stage_point(ds_ctx *ctx, int slot)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    return DS_OK;
+}
+
 static int cpu_mark(ds_ctx *ctx, int slot)
 {
     DS_ASSERT(slot >= 0 && slot < DS_MARKS);
@@ -206,6 +226,12 @@ const ds_backend ds_backend_cpu = {
     .fill = cpu_fill,
     .gather = cpu_gather,
     .sync = cpu_sync,
+    .axpy = cpu_axpy,
+    .host_alloc = cpu_alloc,
+    .host_free = cpu_free,
+    .stage = cpu_stage,
+    .stage_wait = cpu_stage_point,
+    .stage_release = cpu_stage_point,
     .mark = cpu_mark,
     .elapsed = cpu_elapsed,
     .allreduce_sum = cpu_allreduce_sum,

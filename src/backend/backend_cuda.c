@@ -233,6 +233,7 @@ static void cuda_close(ds_ctx *ctx)
     }
     if (st->fork)
         cudaEventDestroy(st->fork);
+    cuda_stage_close(st);
     cudaFree(st->ptrs);
     cudaFree(st->scratch);
     if (st->stream)
@@ -439,6 +440,12 @@ const ds_backend ds_backend_cuda = {
     .fill = cuda_fill,
     .gather = cuda_gather,
     .sync = cuda_sync,
+    .axpy = cuda_axpy,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .stage = cuda_stage,
+    .stage_wait = cuda_stage_wait,
+    .stage_release = cuda_stage_release,
     .mark = cuda_mark,
     .elapsed = cuda_elapsed,
     .allreduce_sum = cuda_allreduce_sum,

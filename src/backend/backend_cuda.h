@@ -2,7 +2,7 @@
 // shares with the workloads' CUDA files (solve_cuda.c, ann_cuda.c, sort_cuda.c, logreg_cuda.c,
 // bench_cuda.c): its state, the error checks, and the functions they call across. Those files reach the
 // stream, the library handles and the checks through it.
-// provides: cuda_state, state, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
+// provides: cuda_state, state, cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage*, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
 //           scratch_reserve, SOLVER_CHECK, cuda_solver, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
 #ifndef DS_BACKEND_CUDA_H
 #define DS_BACKEND_CUDA_H
@@ -44,6 +44,11 @@ typedef struct cuda_state {
     cudaStream_t side[GRAM_STREAMS];  // concurrent parts of the Gram product, each with its own handle
     cublasHandle_t side_blas[GRAM_STREAMS];
     cudaEvent_t fork, join[GRAM_STREAMS];
+    // Staging of streamed inputs (backend_cuda_stage.c), made on first use: a copy stream, and per slot
+    // the end of its copy and the end of the work that reads it.
+    cudaStream_t copy;
+    cudaEvent_t staged[DS_STAGES], released[DS_STAGES];
+    int release_pending[DS_STAGES];  // 1 when released[slot] was recorded since the slot's last copy
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------
@@ -77,6 +82,16 @@ int cuda_wait(ds_ctx *ctx, cudaEvent_t ev);
 int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
 // A device scratch of at least doubles, grown only when a call needs more than any before it.
 int scratch_reserve(ds_ctx *ctx, size_t doubles, double **out);
+
+// Staging and axpy (backend_cuda_stage.c; backend.h states their contracts); cuda_stage_close releases
+// the stream and events on close.
+int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha);
+int cuda_host_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
+void cuda_host_free(ds_ctx *ctx, void *ptr);
+int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes);
+int cuda_stage_wait(ds_ctx *ctx, int slot);
+int cuda_stage_release(ds_ctx *ctx, int slot);
+void cuda_stage_close(cuda_state *st);
 
 // The device queries of ds_backend (backend.h states their contracts), in backend_cuda_info.c.
 int cuda_device_count(void);

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include "cli/cmds.h"
+#include "core/cleanup.h"
 #include "core/data.h"
+#include "core/rows.h"
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
@@ -40,6 +42,12 @@ static const ds_opt solve_table[] = {
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
+    {"device-memory", OPT_SIZE, NULL, "SIZE", 1, 1e18,
+     "device memory a rank may use (64M, 8G): an --input X that does not fit it with the solve's buffers is "
+     "streamed from the file by chunks (default: the device's free memory less max(512 MiB, 5 % of the device))"},
+    {"host-memory", OPT_SIZE, NULL, "SIZE", 1, 1e18,
+     "host memory a rank may use; on the CPU backend it plays the device's role (default: the rank's share of "
+     "MemAvailable)"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -54,6 +62,8 @@ typedef struct solve_run {
     int f32;
     double t_start, *times;  // see solve_timed
     double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
+    int stream;         // 1: X is streamed from src (it does not fit the memory caps)
+    ds_rows src;
 } solve_run;
 
 static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
@@ -84,14 +94,62 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
     return DS_OK;
 }
 
+// The caps this rank works under, and the option that sets the one X must fit (for messages).
+static const char *solve_caps(ds_ctx *ctx, const solve_run *r, rows_caps *caps)
+{
+    const ds_args *a = &r->args;
+    rows_caps_default(ctx, caps);
+    if (opts_given(a, "host-memory"))
+        caps->host = opts_size(a, "host-memory");
+    if (ctx->be->host_memory) {
+        caps->backend = caps->host;
+        return opts_given(a, "host-memory") ? "--host-memory" : "the rank's share of MemAvailable (--host-memory)";
+    }
+    if (opts_given(a, "device-memory"))
+        caps->backend = opts_size(a, "device-memory");
+    return opts_given(a, "device-memory") ? "--device-memory" : "the device's free memory (--device-memory)";
+}
+
+// Whether the rank's X fits the caps, else the chunk rows to stream it by; every rank streams when one
+// must, by the smallest chunk. Collective.
+static int solve_plan(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t *chunk_rows)
+{
+    rows_caps caps;
+    const char *cap_name = solve_caps(ctx, r, &caps);
+    int64_t chunk = 0;
+    int rc = solvebak_stream_plan(ctx, &caps, cap_name, d->X.rows, d->X.cols, r->f32, &r->so, &chunk, &ctx->msg);
+    DS_CHECK(ctx_agree(ctx, rc));
+    int64_t v[2] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN};  // MAX of both: any streams, the least chunk
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, ctx->comm);
+    r->stream = v[0] > 0;
+    *chunk_rows = r->stream ? -v[1] : 0;
+    return DS_OK;
+}
+
 static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
 {
     const ds_args *a = &r->args;
-    if (opts_given(a, "input"))
-        return data_load_lsq_ranged(ctx, opts_str(a, "input"), opts_str(a, "x-dataset"), opts_str(a, "y-dataset"),
-                                    r->f32, d);
+    if (opts_given(a, "input")) {
+        const char *path = opts_str(a, "input"), *xn = opts_str(a, "x-dataset"), *yn = opts_str(a, "y-dataset");
+        int64_t chunk = 0;
+        DS_CHECK(data_probe_lsq(ctx, path, xn, yn, r->f32, d));
+        DS_CHECK(solve_plan(ctx, r, d, &chunk));
+        if (!r->stream)
+            return data_load_lsq_ranged(ctx, path, xn, yn, r->f32, d);
+        DS_CHECK(ctx_agree(ctx, rows_open_h5(ctx, &r->src, path, xn, yn, d->row0, d->X.rows, d->X.cols, r->f32, chunk,
+                                             "solve: streaming X")));
+        data_read_a_true(ctx, path, d);
+        return DS_OK;
+    }
     gen_lsq p = {.rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
                  .noise = opts_double(a, "noise"), .corr = opts_double(a, "corr")};
+    if (opts_given(a, "host-memory") || opts_given(a, "device-memory")) {
+        ds_data shape = {.X = {.rows = p.rows / ctx->nranks + 1, .cols = p.cols}};
+        DS_CHECK(solve_plan(ctx, r, &shape, &(int64_t){0}));
+        if (r->stream)
+            return ds_fail(&ctx->msg, DS_ERR_USAGE, "the built-in problem does not fit the memory caps, and only "
+                           "--input files stream: write it with dsolve gen and solve that file");
+    }
     return data_gen_lsq(ctx, &p, r->f32, d);
 }
 
@@ -99,6 +157,7 @@ typedef struct solve_call {
     const solve_run *r;
     const ds_data *d;
     sb_result *res;
+    ds_rows *src;  // a streamed X, or NULL
 } solve_call;
 
 // One solve; t: its solve, setup and sweep seconds.
@@ -106,7 +165,8 @@ static int solve_once(ds_ctx *ctx, void *arg, int call, double *t)
 {
     solve_call *c = arg;
     solvebak_result_free(c->res);
-    DS_CHECK(solvebak_run(ctx, &c->d->X, c->d->y, c->d->rows_global, &c->r->so, c->res));
+    DS_CHECK(c->src ? solvebak_run_rows(ctx, c->src, c->d->rows_global, &c->r->so, c->res)
+                    : solvebak_run(ctx, &c->d->X, c->d->y, c->d->rows_global, &c->r->so, c->res));
     t[0] = c->res->solve_seconds, t[1] = c->res->setup_seconds, t[2] = c->res->sweep_seconds;
     return DS_OK;
 }
@@ -119,7 +179,7 @@ static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *r
     r->times = calloc((size_t)reps * 3, sizeof(double));
     DS_CHECK(ctx_agree(ctx, r->times ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
     repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 3};
-    solve_call c = {r, d, res};
+    solve_call c = {r, d, res, r->stream ? &r->src : NULL};
     double median[3];
     DS_CHECK(repeat_timed(ctx, &p, solve_once, &c, r->times, median));
     res->solve_seconds = median[0], res->setup_seconds = median[1], res->sweep_seconds = median[2];
@@ -134,6 +194,7 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
         return DS_OK;
     char tmp[4200];
     h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
+    cleanup_add(tmp);
     h5io_attr attrs[] = {
         {.name = "sweeps", .kind = H5IO_INT, .i = res->sweeps},
         {.name = "residuals", .kind = H5IO_DOUBLES, .v = res->history, .len = res->sweeps + 1},
@@ -155,6 +216,7 @@ static int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const 
         rc = h5io_commit(tmp, out, &ctx->msg);
     if (rc != DS_OK)
         h5io_discard(tmp);
+    cleanup_remove(tmp);
     return rc;
 }
 
@@ -232,6 +294,10 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_int(&j, "x_scale_exp", d->x_exp);
     json_int(&j, "y_scale_exp", d->y_exp);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
+    json_bool(&j, "streamed", res->streamed);
+    json_int(&j, "chunk_rows", res->chunk_rows);
+    json_num(&j, "bytes_moved", res->bytes_moved);
+    json_num(&j, "stream_rate_gbps", res->streamed ? res->bytes_moved / res->stream_seconds / 1e9 : NAN);
     json_end(&j, stdout);
 }
 
@@ -267,6 +333,9 @@ static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *
     if (d->x_exp || d->y_exp)
         printf("  solved with X / 2^%d and y / 2^%d (values near the limits of double precision; exact)\n", d->x_exp,
                d->y_exp);
+    if (res->streamed)
+        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from the file at %.2f "
+               "GB/s\n", (long long)res->chunk_rows, res->bytes_moved / 1e9, res->bytes_moved / res->stream_seconds / 1e9);
     const char *med = opts_int(&r->args, "repeat") > 1 ? " median" : "";
     const double gbs = res->bytes / res->solve_seconds / 1e9;
     if (chol)
@@ -334,7 +403,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         return rc;
     }
     report_settings(&ctx, &r.args);
-    ds_data d;
+    ds_data d = {0};
     sb_result res = {0};
     rc = solve_load(&ctx, &r, &d);
     if (rc == DS_OK) {
@@ -347,6 +416,8 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         // the device is longer than a sweep.
         r.so.progress = predicted > 3.0;
         rc = solve_timed(&ctx, &r, &d, &res);
+        if (r.stream)  // the powers of two the stream divided by (data_load_lsq_ranged's, for a file in memory)
+            d.x_exp = r.src.x_exp, d.y_exp = r.src.y_exp;
     }
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {
         char cmdline[4096];
@@ -371,6 +442,8 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     solvebak_result_free(&res);
     free(r.times);
     data_free(&ctx, &d);
+    if (r.stream)
+        rows_close(&ctx, &r.src);
     ctx_close(&ctx);
     return rc;
 }

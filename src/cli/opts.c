@@ -14,11 +14,34 @@ static int opts_find(const ds_opt *table, const char *name, size_t len)
     return -1;
 }
 
+int opts_parse_size(const char *text, double *bytes)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (errno || end == text || !isfinite(x) || x < 0)
+        return DS_ERR_USAGE;
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, *end >= 'a' ? *end - 'a' + 'A' : *end) : NULL;
+    if (*end && (!u || end[1] != '\0'))
+        return DS_ERR_USAGE;
+    *bytes = u ? ldexp(x, 10 * (int)(u - units + 1)) : x;
+    return DS_OK;
+}
+
 static int opts_check_value(const ds_opt *o, const char *v, ds_msg *msg)
 {
     char *end = NULL;
     errno = 0;
-    if (o->type == OPT_INT) {
+    if (o->type == OPT_SIZE) {
+        double x = 0;
+        if (opts_parse_size(v, &x) != DS_OK)
+            return ds_fail(msg, DS_ERR_USAGE, "--%s: '%s' is not a size (bytes, or a number with K, M, G or T: 64M)",
+                           o->name, v);
+        if (x < o->min || x > o->max)
+            return ds_fail(msg, DS_ERR_USAGE, "--%s: %s is out of range [%.17g, %.17g] bytes", o->name, v, o->min,
+                           o->max);
+    } else if (o->type == OPT_INT) {
         long long x = strtoll(v, &end, 10);
         if (errno == ERANGE)
             return ds_fail(msg, DS_ERR_USAGE, "--%s: %s is out of range", o->name, v);
@@ -178,6 +201,13 @@ double opts_double(const ds_args *args, const char *name)
 {
     const char *v = args->value[opts_index(args, name)];
     return v ? strtod(v, NULL) : 0.0;
+}
+
+double opts_size(const ds_args *args, const char *name)
+{
+    const char *v = args->value[opts_index(args, name)];
+    double x = 0;
+    return v && opts_parse_size(v, &x) == DS_OK ? x : 0.0;
 }
 
 const char *opts_str(const ds_args *args, const char *name)

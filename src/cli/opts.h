@@ -1,6 +1,6 @@
 // opts.h: one static option table per subcommand, from which both the parser and --help are made.
 // provides: ds_opt, ds_args, opts_parse, opts_help, opts_help_markdown, opts_int,
-//           opts_double, opts_str, opts_flag, opts_given
+//           opts_double, opts_size, opts_parse_size, opts_str, opts_flag, opts_given
 #ifndef DS_OPTS_H
 #define DS_OPTS_H
 
@@ -10,7 +10,8 @@
 #include "backend/backend.h"
 #include "core/err.h"
 
-enum ds_opt_type { OPT_FLAG, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_CHOICE };
+// OPT_SIZE: bytes, written as a number with an optional binary suffix K, M, G or T ("64M", "1.5G").
+enum ds_opt_type { OPT_FLAG, OPT_INT, OPT_DOUBLE, OPT_STRING, OPT_CHOICE, OPT_SIZE };
 
 typedef struct ds_opt {
     const char *name;  // long name without the dashes
@@ -47,6 +48,9 @@ void opts_help_markdown(FILE *f, const ds_opt *table);
 
 int64_t opts_int(const ds_args *args, const char *name);
 double opts_double(const ds_args *args, const char *name);
+double opts_size(const ds_args *args, const char *name);  // bytes; 0 when unset without default
+// "64M" → 67108864: DS_OK, or DS_ERR_USAGE when text is not a size.
+int opts_parse_size(const char *text, double *bytes);
 const char *opts_str(const ds_args *args, const char *name);  // NULL when unset without default
 int opts_flag(const ds_args *args, const char *name);
 int opts_given(const ds_args *args, const char *name);

@@ -1,6 +1,6 @@
 // data.h: a rank's row block of a least-squares problem (X, y) in backend memory, read from HDF5 or
 // generated, staged through bounded host chunks when the backend's memory is not host memory.
-// provides: ds_data, data_partition, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
+// provides: ds_data, data_partition, data_probe_lsq, data_read_a_true, data_rescale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
 #ifndef DS_DATA_H
 #define DS_DATA_H
 
@@ -32,6 +32,18 @@ int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *
 // times 2^(y_exp − x_exp) (LAPACK's dgels scales the same way). For least squares, not for the network.
 #define DATA_RANGE_EXP 500
 int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
+
+// data_load_lsq's checks without the read: every rank has validated path and sees the same shape;
+// d holds the rank's place (rows_global, row0, X.rows, X.cols, X.f32 = f32) and source, no data (for
+// a streamed input, core/rows.h). Collective.
+int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
+// d->a_true from path's /a_true when it has one (X.cols long); one that cannot be read is left NULL
+// with a note on stderr.
+void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d);
+// Divides v (n float or double values) by 2^e (e = 0: leaves it) and returns the largest magnitude before.
+double data_rescale(void *v, int f32, int64_t n, int e);
+// The power of two nearest a largest magnitude beyond 2^±DATA_RANGE_EXP, else 0.
+int data_range_exp(double big);
 
 // A labelled set: X (float64) and integer labels, kept as doubles in y: from HDF5 (xname float, lname
 // integer), or from the MNIST-layout directory dir (split "train" or "t10k"; pixels scaled to [0, 1]).

@@ -78,7 +78,8 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
     return DS_OK;
 }
 
-// The certificate, from a fresh pass over X: e = y − X·a, Xᵀe and ‖e‖², reduced over ranks.
+// The certificate, from a fresh pass over X (a streamed one: sb_check_stream): e = y − X·a, Xᵀe and ‖e‖²,
+// reduced over ranks.
 int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
@@ -86,8 +87,8 @@ int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_resul
     double *host = malloc((size_t)(2 * n + 1) * sizeof(double));
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    int rc = be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
-    if (rc == DS_OK)
+    int rc = w->rows ? sb_check_stream(ctx, n, w) : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
+    if (rc == DS_OK && !w->rows)
         rc = be->solve->grad_update(ctx, X, w->e, 0, n, w->a, 0, n, w->gout);
     if (rc == DS_OK)
         rc = sb_injected(ctx, "check", &ctx->msg);

@@ -26,7 +26,8 @@ static void sb_free(ds_ctx *ctx, double **p)
 
 void sb_work_free(ds_ctx *ctx, sb_work *w)
 {
-    double **all[] = {&w->e, &w->a, &w->diag, &w->grams, &w->gbuf, &w->coef, &w->hist, &w->sys, &w->g, &w->ee, &w->gout};
+    double **all[] = {&w->e,  &w->a,   &w->diag, &w->grams, &w->gbuf, &w->coef,
+                      &w->hist, &w->sys, &w->g,    &w->ee,    &w->gout, &w->acc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (*all[i])
             ctx->be->free(ctx, *all[i]);
@@ -160,6 +161,12 @@ int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_g
 int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
                   sb_result *res)
 {
+    return sb_run_core(ctx, X, y, NULL, n_rows_global, opts, res);
+}
+
+int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
+                const sb_opts *opts, sb_result *res)
+{
     memset(res, 0, sizeof *res);
     const int64_t n = X->cols;
     sb_opts o = *opts;
@@ -177,10 +184,12 @@ int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_
         o.iters = 1;  // the history holds the start and the solve
     res->a = calloc((size_t)n, sizeof(double));
     res->history = calloc((size_t)o.iters + 1, sizeof(double));
-    sb_work w = {0};
+    sb_work w = {.rows = rows};
     int rc = res->a && res->history ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     if (rc == DS_OK)
         rc = sb_alloc_all(ctx, X, &o, method != SB_METHOD_RESIDUAL, &w);
+    if (rc == DS_OK && rows)
+        rc = sb_alloc(ctx, &w.acc, X->cols * X->cols + X->cols + 1);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
     if (rc == DS_OK)
         rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method, &w, res));

@@ -5,11 +5,14 @@
 #ifndef DS_SOLVE_WORK_H
 #define DS_SOLVE_WORK_H
 
+#include "core/rows.h"
 #include "solve/solvebak.h"
 
-// Backend buffers of one solve, released together.
+// Backend buffers of one solve, released together. With rows (a streamed input, solve_stream.c), X is
+// read chunk by chunk from it: e holds a chunk's rows, acc a chunk's partial sums before they are added.
 typedef struct sb_work {
-    double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout;
+    double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout, *acc;
+    ds_rows *rows;
     double *qr[4];  // solve_qr.c's buffers
     double *bs[8];  // the block solve's buffers (solve_sweeps.c)
 } sb_work;
@@ -62,6 +65,16 @@ int sb_blocks_setup(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb
 // (apply 0) or e −= Z·δ (apply 1), and the step between them.
 int sb_coarse_pass(ds_ctx *ctx, const ds_mat *X, int B, sb_work *w, int apply);
 int sb_coarse_step(ds_ctx *ctx, int64_t n, int B, sb_work *w);
+
+// solve_stream.c: the passes over a streamed input (w->rows): w->sys = the local [G | c | yy] (with the
+// rescaling by powers of two that data_load_lsq_ranged does, agreed over the ranks), and w->gout = the
+// local [Xᵀe | ‖e‖²] for e = y − X·a.
+int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w);
+int sb_check_stream(ds_ctx *ctx, int64_t n, sb_work *w);
+// The run of one method, from X and y in backend memory, or (rows not NULL) streamed from rows, X then
+// giving only the chunks' shape (rows: the chunk rows).
+int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
+                const sb_opts *opts, sb_result *res);
 
 // solve_direct.c: the Cholesky step (after sb_gram_setup), the certificate and the refinement.
 int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res);

@@ -8,13 +8,15 @@
 // And the direct method on the same system, cholesky: columns equilibrated (s_j = 1/‖X_j‖), the Cholesky
 // factor of S·G·S and one solve, then one step of iterative refinement from the certificate pass, kept
 // when it lowers the normal residual. A G that is not positive definite is exit 4.
-// provides: sb_opts, sb_result, solvebak_run, solvebak_result_free, SB_METHOD_*
+// provides: sb_opts, sb_result, solvebak_run, solvebak_run_rows, solvebak_stream_plan, solvebak_result_free,
+//           SB_METHOD_*, SB_STREAM_GRAM_BYTES
 #ifndef DS_SOLVEBAK_H
 #define DS_SOLVEBAK_H
 
 #include <stdint.h>
 
 #include "core/ctx.h"
+#include "core/rows.h"
 #include "solve/solve_ops.h"
 
 // SOLVEBAK: SolveBak on the route solvebak_pick_method prefers (the default); AUTO: the method that
@@ -53,6 +55,10 @@ typedef struct sb_result {
     int refined;           // cholesky: 1 when the refinement step lowered the normal residual and was kept
     double refine_seconds; // cholesky: the refinement (a solve and a certificate pass); in solve_seconds
     double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
+    int streamed;          // 1: X was read chunk by chunk from its source (solvebak_run_rows)
+    int64_t chunk_rows;    // streamed: rows a chunk
+    double bytes_moved;    // streamed: bytes of X and y read from the source, all ranks
+    double stream_seconds; // streamed: wall time of the passes over the source, slowest rank
 } sb_result;
 
 // X: the rank's row block in backend memory; y: its rows of y (backend memory, double).
@@ -65,6 +71,19 @@ void solvebak_result_free(sb_result *res);
 // solvebak_run for one method (not AUTO): what --method auto (solve_auto.c) runs.
 int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
                   sb_result *res);
+
+// Streamed solves (solve_stream.c), for an X that does not fit the memory a rank may use.
+// X'X beyond this does not stream (nor does it fit comfortably in memory: solvebak_pick_method).
+#define SB_STREAM_GRAM_BYTES 4e9
+// Whether this rank's rows × cols (f32 or double) fit caps->backend with the working buffers of a
+// solve: *chunk_rows 0 when they do (solve in memory), else the chunk rows for solvebak_run_rows.
+// DS_ERR_USAGE, naming the cap (cap_name: the option that set caps->backend) and the minimum, when the
+// caps leave no room for two chunks of ROWS_MIN_CHUNK rows, or the method does not stream. Not collective.
+int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *cap_name, int64_t rows,
+                         int64_t cols, int f32, const sb_opts *o, int64_t *chunk_rows, ds_msg *msg);
+// solvebak_run with X and y read from rows, pass by pass: the Gram route (SolveBak's default and gram),
+// cholesky, and auto (cholesky, as QR does not stream yet); qr and residual are DS_ERR_USAGE. Collective.
+int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const sb_opts *opts, sb_result *res);
 
 // The route SolveBak would take for this shape on this backend, with rows_per_rank the same on every rank.
 int solvebak_pick_method(const ds_ctx *ctx, int64_t rows_per_rank, int64_t cols, int f32, const sb_opts *opts);

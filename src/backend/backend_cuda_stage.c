@@ -1,0 +1,95 @@
+// backend_cuda_stage.c: the CUDA backend's staging of streamed inputs (pinned host memory, copies on a
+// stream of their own that overlap the compute stream's work, ordered by events per slot) and axpy.
+// backend.h states the contracts; core/rows.c drives them.
+// provides: cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage, cuda_stage_wait, cuda_stage_release,
+//           cuda_stage_close
+#include "backend/backend_cuda.h"
+
+int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha)
+{
+    if (n <= 0)
+        return DS_OK;
+    CUBLAS_CHECK(ctx, cublasDaxpy_64(state(ctx)->blas, n, &alpha, x, 1, y, 1));
+    return DS_OK;
+}
+
+int cuda_host_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
+{
+    *ptr = NULL;
+    cudaError_t rc = cudaHostAlloc(ptr, bytes ? bytes : 64, cudaHostAllocDefault);
+    if (rc == cudaSuccess)
+        return DS_OK;
+    (void)cudaGetLastError();  // an allocation failure is not sticky
+    *ptr = NULL;
+    return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "cuda: out of pinned host memory allocating %.2f GiB on rank %d (%s)",
+                   (double)bytes / GIB, ctx->rank, cudaGetErrorString(rc));
+}
+
+void cuda_host_free(ds_ctx *ctx, void *ptr)
+{
+    if (!ptr)
+        return;
+    (void)cuda_wait(ctx, NULL);  // a copy from it may still be queued
+    if (state(ctx)->copy)
+        (void)cudaStreamSynchronize(state(ctx)->copy);
+    cudaFreeHost(ptr);
+}
+
+// The copy stream and the slots' events, on first use.
+static int stage_open(ds_ctx *ctx, cuda_state *st)
+{
+    if (st->copy)
+        return DS_OK;
+    CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->copy, cudaStreamNonBlocking));
+    for (int i = 0; i < DS_STAGES; i++) {
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->staged[i], cudaEventDisableTiming));
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->released[i], cudaEventDisableTiming));
+        st->release_pending[i] = 0;
+    }
+    return DS_OK;
+}
+
+int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    cuda_state *st = state(ctx);
+    DS_CHECK(stage_open(ctx, st));
+    if (st->release_pending[slot])  // the work that read the slot's last chunk comes first
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->copy, st->released[slot], 0));
+    st->release_pending[slot] = 0;
+    if (bytes)
+        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->copy));
+    CUDA_CHECK(ctx, cudaEventRecord(st->staged[slot], st->copy));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->staged[slot], 0));
+    return DS_OK;
+}
+
+int cuda_stage_wait(ds_ctx *ctx, int slot)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    cuda_state *st = state(ctx);
+    return st->copy ? cuda_wait(ctx, st->staged[slot]) : DS_OK;
+}
+
+int cuda_stage_release(ds_ctx *ctx, int slot)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    cuda_state *st = state(ctx);
+    DS_CHECK(stage_open(ctx, st));
+    CUDA_CHECK(ctx, cudaEventRecord(st->released[slot], st->stream));
+    st->release_pending[slot] = 1;
+    return DS_OK;
+}
+
+void cuda_stage_close(cuda_state *st)
+{
+    if (!st->copy)
+        return;
+    (void)cudaStreamSynchronize(st->copy);
+    for (int i = 0; i < DS_STAGES; i++) {
+        cudaEventDestroy(st->staged[i]);
+        cudaEventDestroy(st->released[i]);
+    }
+    cudaStreamDestroy(st->copy);
+    st->copy = NULL;
+}

@@ -1,0 +1,272 @@
+// rows.c: a rank's rows as a stream of chunks (rows.h): the reader thread, the double buffers and their
+// staging to backend memory, the HDF5 producer, and the memory caps.
+#include "core/rows.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/data.h"
+#include "core/sysinfo.h"
+#include "h5io.h"
+
+static int64_t rows_nchunks(const ds_rows *s)
+{
+    return s->rows > 0 ? (s->rows + s->chunk_rows - 1) / s->chunk_rows : 0;
+}
+
+static size_t rows_row_bytes(int64_t cols, int f32)
+{
+    return (size_t)cols * (f32 ? 4 : 8);
+}
+
+int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
+              int f32, int64_t chunk_rows, const char *phase)
+{
+    memset(s, 0, sizeof *s);
+    DS_ASSERT(chunk_rows >= 1);
+    s->produce = produce, s->arg = arg, s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32;
+    s->chunk_rows = chunk_rows, s->phase = phase, s->cur = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->x_bytes = ((size_t)chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
+    const size_t bytes = s->x_bytes + (size_t)chunk_rows * sizeof(double);
+    const ds_backend *be = ctx->be;
+    for (int i = 0; i < 2; i++) {
+        if (be->host_memory) {
+            DS_CHECK(be->alloc(ctx, &s->host[i], bytes));
+            s->dev[i] = s->host[i];
+        } else {
+            DS_CHECK(be->host_alloc(ctx, &s->host[i], bytes));
+            DS_CHECK(be->alloc(ctx, &s->dev[i], bytes));
+        }
+    }
+    return DS_OK;
+}
+
+// The reader: chunk k into slot k mod 2 once the caller has given the slot back; divides by the pass's
+// powers of two and records the largest magnitudes, as data.c's file reader does.
+static void *rows_reader(void *arg)
+{
+    ds_rows *s = arg;
+    const int64_t n = rows_nchunks(s);
+    for (int64_t k = 0; k < n; k++) {
+        const int slot = (int)(k & 1);
+        pthread_mutex_lock(&s->mu);
+        while (!s->free_slot[slot] && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        const int stop = s->stop;
+        s->free_slot[slot] = 0;
+        pthread_mutex_unlock(&s->mu);
+        if (stop)
+            break;
+        const int64_t r0 = k * s->chunk_rows, nr = s->rows - r0 < s->chunk_rows ? s->rows - r0 : s->chunk_rows;
+        void *X = s->host[slot];
+        double *y = (double *)((char *)X + s->x_bytes);
+        ds_msg m = {{0}};
+        int rc = s->produce(s->arg, s->row0 + r0, nr, X, y, &m);
+        if (rc == DS_OK) {
+            s->xmax = fmax(s->xmax, data_rescale(X, s->f32, nr * s->cols, s->x_exp));
+            s->ymax = fmax(s->ymax, data_rescale(y, 0, nr, s->y_exp));
+        }
+        pthread_mutex_lock(&s->mu);
+        if (rc != DS_OK) {
+            s->rc = rc;
+            s->msg = m;
+        } else {
+            s->ready[slot] = k;
+        }
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        if (rc != DS_OK)
+            break;
+    }
+    return NULL;
+}
+
+int rows_begin(ds_ctx *ctx, ds_rows *s)
+{
+    DS_ASSERT(!s->running);
+    s->ready[0] = s->ready[1] = -1;
+    s->free_slot[0] = s->free_slot[1] = 1;
+    s->stop = 0, s->rc = DS_OK, s->next = 0, s->cur = -1;
+    s->xmax = s->ymax = 0;
+    s->t0 = s->last_log = MPI_Wtime();
+    if (pthread_create(&s->thread, NULL, rows_reader, s) != 0)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "could not start the reader thread on rank %d", ctx->rank);
+    s->running = 1;
+    return DS_OK;
+}
+
+// The caller is done with its chunk: on a host backend the reader may refill its buffer; on a device
+// backend the next copy into its device buffer waits for the work queued on it.
+static int rows_give_back(ds_ctx *ctx, ds_rows *s)
+{
+    if (s->cur < 0)
+        return DS_OK;
+    const int slot = s->cur;
+    s->cur = -1;
+    if (!ctx->be->host_memory)
+        return ctx->be->stage_release(ctx, slot);
+    pthread_mutex_lock(&s->mu);
+    s->free_slot[slot] = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return DS_OK;
+}
+
+// Rank 0's progress line every 5 s: its share stands for all (ranks stream at the same pace).
+static void rows_progress(ds_ctx *ctx, ds_rows *s)
+{
+    const double now = MPI_Wtime();
+    if (now - s->last_log < 5.0)
+        return;
+    s->last_log = now;
+    const double total = (double)s->rows * (rows_row_bytes(s->cols, s->f32) + 8);
+    const double done = (double)s->next / (double)rows_nchunks(s), rate = done * total / (now - s->t0);
+    ctx_log(ctx, "%s (pass %d): %.0f%% of %.2f GB a rank, %.2f GB/s, %.0f s left", s->phase, s->passes + 1,
+            100.0 * done, total / 1e9, rate / 1e9, rate > 0 ? (1.0 - done) * total / rate : 0.0);
+}
+
+int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y)
+{
+    DS_ASSERT(s->running);
+    DS_CHECK(rows_give_back(ctx, s));
+    *X = (ds_mat){.data = NULL, .rows = 0, .cols = s->cols, .f32 = s->f32};
+    *y = NULL;
+    const int64_t k = s->next;
+    if (k >= rows_nchunks(s))
+        return DS_OK;
+    const int slot = (int)(k & 1);
+    ctx_beat(ctx, s->phase);
+    pthread_mutex_lock(&s->mu);
+    while (s->ready[slot] != k && s->rc == DS_OK)
+        pthread_cond_wait(&s->cv, &s->mu);
+    const int rc = s->rc;
+    if (rc != DS_OK)
+        ctx->msg = s->msg;
+    s->ready[slot] = -1;
+    pthread_mutex_unlock(&s->mu);
+    DS_CHECK(rc);
+    const int64_t nr = s->rows - k * s->chunk_rows < s->chunk_rows ? s->rows - k * s->chunk_rows : s->chunk_rows;
+    if (!ctx->be->host_memory) {
+        const size_t used = (size_t)nr * rows_row_bytes(s->cols, s->f32);
+        DS_CHECK(ctx->be->stage(ctx, slot, s->dev[slot], s->host[slot], used));
+        DS_CHECK(ctx->be->stage(ctx, slot, (char *)s->dev[slot] + s->x_bytes, (char *)s->host[slot] + s->x_bytes,
+                                (size_t)nr * sizeof(double)));
+        DS_CHECK(ctx->be->stage_wait(ctx, slot));
+        pthread_mutex_lock(&s->mu);
+        s->free_slot[slot] = 1;  // copied: the reader may read the chunk after next into it
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    s->cur = slot;
+    s->next = k + 1;
+    s->bytes += (double)nr * (double)(rows_row_bytes(s->cols, s->f32) + sizeof(double));
+    X->data = s->dev[slot];
+    X->rows = nr;
+    *y = (const double *)((const char *)s->dev[slot] + s->x_bytes);
+    rows_progress(ctx, s);
+    return DS_OK;
+}
+
+int rows_end(ds_ctx *ctx, ds_rows *s)
+{
+    if (!s->running)
+        return DS_OK;
+    int rc = rows_give_back(ctx, s);
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->running = 0;
+    s->seconds += MPI_Wtime() - s->t0;
+    s->passes++;
+    return rc;
+}
+
+void rows_close(ds_ctx *ctx, ds_rows *s)
+{
+    if (s->running)
+        (void)rows_end(ctx, s);
+    for (int i = 0; i < 2; i++) {
+        if (s->dev[i] && s->dev[i] != s->host[i])
+            ctx->be->free(ctx, s->dev[i]);
+        if (s->host[i])
+            (ctx->be->host_memory ? ctx->be->free : ctx->be->host_free)(ctx, s->host[i]);
+        s->host[i] = s->dev[i] = NULL;
+    }
+    if (s->owns_arg)
+        free(s->arg);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    s->arg = NULL;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// HDF5 files
+
+typedef struct rows_h5 {
+    char path[4096], xname[256], yname[256];
+    int has_y;
+    int64_t cols;
+    int f32;
+} rows_h5;
+
+static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const rows_h5 *h = arg;
+    if (!h->has_y)
+        memset(y, 0, (size_t)nrows * sizeof(double));
+    return h5io_read_lsq_rows(h->path, h->xname, h->has_y ? h->yname : NULL, row0, nrows, h->cols, h->f32, X, y,
+                              msg);
+}
+
+int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, const char *yname, int64_t row0,
+                 int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase)
+{
+    rows_h5 *h = calloc(1, sizeof *h);
+    if (!h)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    snprintf(h->path, sizeof h->path, "%s", path);
+    snprintf(h->xname, sizeof h->xname, "%s", xname);
+    snprintf(h->yname, sizeof h->yname, "%s", yname ? yname : "");
+    h->has_y = yname != NULL, h->cols = cols, h->f32 = f32;
+    int rc = rows_open(ctx, s, rows_read_h5, h, row0, rows, cols, f32, chunk_rows, phase);
+    s->owns_arg = 1;  // rows_close frees h, also after a failed open
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Memory caps
+
+void rows_caps_default(ds_ctx *ctx, rows_caps *c)
+{
+    sys_host h;
+    sys_host_info(&h);
+    c->host = (double)h.ram_available / (ctx->local_size > 0 ? ctx->local_size : 1);
+    c->backend = c->host;
+    ds_device_info info;
+    if (!ctx->be->host_memory && ctx->be->device_info && ctx->be->device_info(ctx->device, &info)) {
+        const double margin = fmax(512.0 * (1 << 20), 0.05 * info.total);
+        c->backend = fmax(info.free_b - margin, 0.0);
+    }
+}
+
+int64_t rows_chunk_for(const ds_ctx *ctx, const rows_caps *c, int64_t rows, int64_t cols, int f32, double fixed,
+                       double extra, double min_bytes[2])
+{
+    const double row = (double)rows_row_bytes(cols, f32) + sizeof(double);
+    double r = floor((c->backend - fixed) / (2.0 * row + extra));
+    min_bytes[0] = fixed + ROWS_MIN_CHUNK * (2.0 * row + extra);
+    min_bytes[1] = 0;
+    if (!ctx->be->host_memory) {  // the pinned staging buffers live in host memory
+        r = fmin(r, floor(c->host / (2.0 * row)));
+        min_bytes[1] = ROWS_MIN_CHUNK * 2.0 * row;
+    }
+    r = fmin(r, floor((double)ROWS_CHUNK_MAX_BYTES / row));
+    if (r < ROWS_MIN_CHUNK)
+        return 0;
+    return (int64_t)fmax(fmin(r, (double)rows), 1.0);
+}

@@ -1,0 +1,91 @@
+// rows.h: a rank's rows [row0, row0+rows) of (X, y) delivered as a sequence of chunks of at most
+// chunk_rows rows in backend memory, for inputs larger than the memory a rank may use. A reader thread
+// runs a producer (an HDF5 file's hyperslabs, rows_open_h5, or any rows_producer) into two host buffers,
+// so that the next chunk is read while the caller computes on this one; on a device backend each chunk
+// is then staged to one of two device buffers through the backend's pinned memory and copy queue
+// (ds_backend.stage), so that the copy overlaps the compute on the chunk before. A pass reads every row
+// once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
+// the chunk size they leave room for.
+// provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_begin, rows_next, rows_end, rows_close,
+//           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES
+#ifndef DS_ROWS_H
+#define DS_ROWS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/ctx.h"
+
+// Fills host rows [row0, row0+nrows) of X (float when f32, else double; row-major) and y (double), as
+// data.c's producers do. Runs on the reader thread: it must not touch MPI, the backend or ctx.
+typedef int (*rows_producer)(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg);
+
+typedef struct ds_rows {
+    rows_producer produce;
+    void *arg;  // the producer's; rows_open_h5's own is freed by rows_close
+    int64_t row0, rows, cols, chunk_rows;
+    int f32;
+    const char *phase;  // a static name for the watchdog and the progress lines: "solve: streaming X"
+    int x_exp, y_exp;   // chunks hold X / 2^x_exp and y / 2^y_exp (set between passes; 0: as read)
+    double xmax, ymax;  // the largest magnitudes read in the last pass (before the division)
+
+    void *host[2], *dev[2];  // chunk buffers [X rows | y rows]; dev == host on a host backend
+    size_t x_bytes;          // offset of y in a buffer
+    int owns_arg;
+
+    pthread_t thread;
+    int running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t ready[2];  // the chunk a slot holds for the caller, −1 for none
+    int free_slot[2];  // 1 when the reader may fill the slot
+    int stop, rc;      // rc, msg: the reader's failure
+    ds_msg msg;
+    int64_t next;      // the next chunk the caller takes
+    int cur;           // the slot the caller holds, −1 for none
+
+    double bytes, seconds;  // read so far over all passes, and the passes' wall time
+    int passes;
+    double t0, last_log;
+} ds_rows;
+
+// Chunks are at least this many rows (a cap that leaves less is a usage error), at most this many bytes.
+#define ROWS_MIN_CHUNK 8
+#define ROWS_CHUNK_MAX_BYTES ((int64_t)128 << 20)
+
+// A source over produce. Allocates the two chunk buffers (and their staging on a device backend).
+// Not collective; DS_ERR_RUNTIME naming the size when memory is short.
+int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
+              int f32, int64_t chunk_rows, const char *phase);
+// A source over rows of an HDF5 file's X (and y; yname NULL: y read as zeros), which the caller has
+// validated (data_probe_lsq). NaN or Inf met while streaming fails as h5io_read_lsq_rows does.
+int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, const char *yname, int64_t row0,
+                 int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase);
+
+// A pass: rows_begin starts the reader; rows_next gives the next chunk (X->rows == 0 after the last),
+// valid until the next rows_next or rows_end; rows_end stops the reader (also after a failure, and
+// before the last chunk). A failure of the producer is returned by rows_next with its message in ctx->msg.
+int rows_begin(ds_ctx *ctx, ds_rows *s);
+int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y);
+int rows_end(ds_ctx *ctx, ds_rows *s);
+void rows_close(ds_ctx *ctx, ds_rows *s);
+
+// The memory a rank may use, bytes: backend is what it may keep in backend memory (device memory on a
+// device backend; on a host backend the host cap plays that role), host its host RAM.
+typedef struct rows_caps {
+    double backend, host;
+} rows_caps;
+
+// Defaults: host, the rank's share of MemAvailable among the ranks of its node; backend, on a device
+// backend the device's free memory less max(512 MiB, 5 %), else host.
+void rows_caps_default(ds_ctx *ctx, rows_caps *c);
+
+// The chunk rows that leave room, under the caps, for fixed bytes of working memory and extra bytes
+// per chunk row (a chunk's residual), with two chunk buffers of rows cols wide (f32 or double, and y):
+// at most ROWS_CHUNK_MAX_BYTES a buffer and the rank's rows. 0 when fewer than ROWS_MIN_CHUNK rows fit;
+// min_bytes: what ROWS_MIN_CHUNK rows need of the backend cap [0] and, on a device backend, of the
+// host cap [1] (the pinned staging; 0 on a host backend).
+int64_t rows_chunk_for(const ds_ctx *ctx, const rows_caps *c, int64_t rows, int64_t cols, int f32, double fixed,
+                       double extra, double min_bytes[2]);
+
+#endif

@@ -1,0 +1,139 @@
+// solve_stream.c: least squares from inputs larger than the memory a rank may use. The Gram route reads
+// X once: G = XᵀX, c = Xᵀy and yᵀy by chunks (each chunk's [G | c | yy] by the backend's gram op, added
+// up with axpy), then the one allreduce and the sweeps (or cholesky's factor and solve) on the n × n
+// system exactly as in memory, then the certificate pass (e = y − X·a, Xᵀe, ‖e‖²) by chunks too; the
+// refinement step of cholesky is one more such pass. QR and the residual route do not stream yet.
+#include "solve/solve_work.h"
+
+#include "core/data.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+// Working bytes of a Gram-route solve besides X, y and the residual: G (and, streamed, a chunk's G
+// before it is added; the backend's scratch for the product), and the vectors of n.
+static double sb_gram_fixed(int64_t cols, int streamed)
+{
+    const double n = (double)cols;
+    return ((streamed ? 3.0 : 2.0) * (n * n + n + 1) + 16.0 * n + 64.0) * 8.0;
+}
+
+// One pass over the chunks of w->rows. gram: w->sys = Σ the chunks' [G | c | yy]; else w->gout =
+// Σ [Xᵀe | ‖e‖²] with e = y − X·w->a by chunk (e in w->e). The first chunk's sums go straight to their
+// place, so that a single chunk gives the in-memory bits. The reader is stopped on every path.
+static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, int gram)
+{
+    const ds_backend *be = ctx->be;
+    double *sum = gram ? w->sys : w->gout;
+    const int64_t len = gram ? n * n + n + 1 : n + 1;
+    int rc = rows_begin(ctx, w->rows), first = 1;
+    while (rc == DS_OK) {
+        ds_mat C;
+        const double *yc;
+        rc = rows_next(ctx, w->rows, &C, &yc);
+        if (rc != DS_OK || C.rows == 0)
+            break;
+        double *out = first ? sum : w->acc;
+        if (gram) {
+            rc = be->solve->gram(ctx, &C, yc, out);
+        } else {
+            rc = be->copy(ctx, w->e, yc, (size_t)C.rows * sizeof(double));
+            if (rc == DS_OK)
+                rc = be->solve->grad_update(ctx, &C, w->e, 0, n, w->a, 0, n, out);
+        }
+        if (rc == DS_OK && !first)
+            rc = be->axpy(ctx, sum, w->acc, len, 1.0);
+        first = 0;
+    }
+    if (rc == DS_OK && first)  // no rows on this rank
+        rc = be->fill(ctx, sum, len, 0.0);
+    const int end = rows_end(ctx, w->rows);
+    return rc != DS_OK ? rc : end;
+}
+
+int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w)
+{
+    ds_rows *s = w->rows;
+    for (int pass = 0;; pass++) {
+        DS_CHECK(ctx_agree(ctx, sb_stream_pass(ctx, n, w, 1)));
+        // Values beyond 2^±DATA_RANGE_EXP: the pass again, divided by powers of two (data.h), as in memory.
+        double big[2] = {s->xmax, s->ymax};
+        MPI_Allreduce(MPI_IN_PLACE, big, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        const int xe = data_range_exp(big[0]), ye = data_range_exp(big[1]);
+        if (pass > 0 || (xe == s->x_exp && ye == s->y_exp))
+            return DS_OK;
+        s->x_exp = xe, s->y_exp = ye;
+    }
+}
+
+int sb_check_stream(ds_ctx *ctx, int64_t n, sb_work *w)
+{
+    return sb_stream_pass(ctx, n, w, 0);
+}
+
+int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *cap_name, int64_t rows,
+                         int64_t cols, int f32, const sb_opts *o, int64_t *chunk_rows, ds_msg *msg)
+{
+    *chunk_rows = 0;
+    const double row = (double)cols * (f32 ? 4 : 8) + 8.0;
+    const double in_memory = (double)rows * (row + 8.0) + sb_gram_fixed(cols, 0);
+    if (in_memory <= caps->backend)
+        return DS_OK;
+    char have[64];
+    snprintf(have, sizeof have, "X (%.3g GB a rank) exceeds %s %.3g GB", (double)rows * row / 1e9, cap_name,
+             caps->backend / 1e9);
+    if (o->method == SB_METHOD_QR || o->method == SB_METHOD_RESIDUAL)
+        return ds_fail(msg, DS_ERR_USAGE, "%s and --method %s does not stream yet: the Gram route (--method gram or "
+                       "solvebak) and --method cholesky (or auto) do", have,
+                       o->method == SB_METHOD_QR ? "qr" : "residual");
+    if ((double)cols * (double)cols * 8 > SB_STREAM_GRAM_BYTES)
+        return ds_fail(msg, DS_ERR_USAGE, "%s, and X'X (%.3g GB) is too large for the Gram route that streams",
+                       have, (double)cols * (double)cols * 8 / 1e9);
+    double least[2];
+    *chunk_rows = rows_chunk_for(ctx, caps, rows, cols, f32, sb_gram_fixed(cols, 1), 8.0, least);
+    if (*chunk_rows > 0)
+        return DS_OK;
+    const int host = least[1] > caps->host;
+    return ds_fail(msg, DS_ERR_USAGE, "%s %.4g MB is below the working minimum of %.4g MB for %lld columns (%s)",
+                   host ? "--host-memory" : cap_name, (host ? caps->host : caps->backend) / 1e6,
+                   (host ? least[1] : least[0]) / 1e6 + 0.0005, (long long)cols,
+                   host ? "two pinned chunks of 8 rows" : "X'X and two chunks of 8 rows");
+}
+
+// Bytes and seconds of the passes since before: summed over ranks, and the slowest rank's.
+static void sb_stream_stats(ds_ctx *ctx, const ds_rows *s, double bytes0, double seconds0, sb_result *res)
+{
+    double b = s->bytes - bytes0, t = s->seconds - seconds0;
+    MPI_Allreduce(MPI_IN_PLACE, &b, 1, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    res->streamed = 1;
+    res->chunk_rows = s->chunk_rows;
+    res->bytes_moved = b;
+    res->stream_seconds = t;
+    res->bytes = b;
+}
+
+int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const sb_opts *opts, sb_result *res)
+{
+    sb_opts o = *opts;
+    const int automatic = o.method == SB_METHOD_AUTO;
+    if (o.method == SB_METHOD_QR || o.method == SB_METHOD_RESIDUAL)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--method %s does not stream yet: the Gram route and cholesky do",
+                       o.method == SB_METHOD_QR ? "qr" : "residual");
+    if (o.method == SB_METHOD_SOLVEBAK)  // read X once: the residual route would read it twice a sweep
+        o.method = SB_METHOD_GRAM;
+    if (automatic)
+        o.method = SB_METHOD_CHOLESKY;
+    const ds_mat shape = {.data = NULL, .rows = rows->chunk_rows, .cols = rows->cols, .f32 = rows->f32};
+    const double bytes0 = rows->bytes, seconds0 = rows->seconds;
+    const int rc = sb_run_core(ctx, &shape, NULL, rows, n_rows_global, &o, res);
+    if (rc != DS_OK && rc != DS_ERR_NUMERIC)
+        return rc;
+    sb_stream_stats(ctx, rows, bytes0, seconds0, res);
+    if (automatic)
+        snprintf(res->method_reason, sizeof res->method_reason,
+                 "X streamed: cholesky, cond(X) about %.2g from its factor%s", res->cond_estimate,
+                 res->cond_estimate > 1e5 ? " (qr would be more accurate but does not stream yet)" : "");
+    return rc;
+}

@@ -1,0 +1,182 @@
+// test_rows.c: core/rows (the streamed row source) on the CPU backend, or on the device backend with
+// "gpu" (exit 77 without one): every chunk size from 1 row to all of them delivers the rows in order
+// and bit for bit, over several passes; a producer's failure reaches the caller with its message; a
+// pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK.
+// With "--rate FILE.h5 CHUNK_ROWS" instead: the seconds of h5io_read_lsq_rows over the file's rows by
+// chunks against a pass of rows_open_h5 over them (no compute), for docs/solve.md's figures.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/data.h"
+#include "core/rows.h"
+#include "h5io.h"
+#include "harness.h"
+
+enum { COLS = 5 };
+
+// X[i][j] = i·8 + j + 0.25, y[i] = −i; fails at row fail_row when it is in the chunk.
+typedef struct prod {
+    int64_t fail_row;
+} prod;
+
+static int produce(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const prod *p = arg;
+    if (p->fail_row >= row0 && p->fail_row < row0 + nrows)
+        return ds_fail(msg, DS_ERR_INPUT, "bad row %lld", (long long)p->fail_row);
+    for (int64_t i = 0; i < nrows; i++) {
+        for (int j = 0; j < COLS; j++)
+            ((double *)X)[i * COLS + j] = (double)(row0 + i) * 8 + j + 0.25;
+        y[i] = -(double)(row0 + i);
+    }
+    return DS_OK;
+}
+
+// One pass; returns the rows seen, counting mismatches in *bad (stops after stop chunks when > 0).
+static int64_t pass(ds_ctx *ctx, ds_rows *s, int64_t row0, int stop, int64_t *bad, int *rc)
+{
+    int64_t seen = 0;
+    double *hx = malloc((size_t)s->chunk_rows * COLS * 8), *hy = malloc((size_t)s->chunk_rows * 8);
+    *rc = rows_begin(ctx, s);
+    for (int k = 0; *rc == DS_OK && (stop == 0 || k < stop); k++) {
+        ds_mat C;
+        const double *yc;
+        *rc = rows_next(ctx, s, &C, &yc);
+        if (*rc != DS_OK || C.rows == 0)
+            break;
+        ctx->be->download(ctx, hx, C.data, (size_t)C.rows * COLS * 8);
+        ctx->be->download(ctx, hy, yc, (size_t)C.rows * 8);
+        for (int64_t i = 0; i < C.rows; i++) {
+            const int64_t r = row0 + seen + i;
+            *bad += hy[i] != -(double)r;
+            for (int j = 0; j < COLS; j++)
+                *bad += hx[i * COLS + j] != (double)r * 8 + j + 0.25;
+        }
+        seen += C.rows;
+    }
+    const int end = rows_end(ctx, s);
+    if (*rc == DS_OK)
+        *rc = end;
+    free(hx);
+    free(hy);
+    return seen;
+}
+
+static void check_chunks(ds_ctx *ctx)
+{
+    const int64_t row0 = 1000, rows = 257;
+    const int64_t chunks[] = {1, 2, 7, 64, 256, 257, 1000};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        prod p = {-1};
+        ds_rows s;
+        int rc = rows_open(ctx, &s, produce, &p, row0, rows, COLS, 0, chunks[c], "test: streaming");
+        CHECK(rc == DS_OK, "rows_open: %s", ctx->msg.text);
+        for (int rep = 0; rc == DS_OK && rep < 3; rep++) {
+            int64_t bad = 0;
+            const int64_t seen = pass(ctx, &s, row0, 0, &bad, &rc);
+            CHECK(rc == DS_OK && seen == rows && bad == 0, "chunk %lld pass %d: rc %d, %lld rows of %lld, %lld wrong",
+                  (long long)chunks[c], rep, rc, (long long)seen, (long long)rows, (long long)bad);
+            // A pass stopped after one chunk leaves the source as it was.
+            int64_t bad2 = 0;
+            pass(ctx, &s, row0, 1, &bad2, &rc);
+            CHECK(rc == DS_OK && bad2 == 0, "chunk %lld: a pass stopped early: rc %d", (long long)chunks[c], rc);
+        }
+        CHECK(s.bytes > 0 && s.passes == 6, "chunk %lld: %d passes counted", (long long)chunks[c], s.passes);
+        rows_close(ctx, &s);
+    }
+}
+
+static void check_failure(ds_ctx *ctx)
+{
+    prod p = {150};
+    ds_rows s;
+    int rc = rows_open(ctx, &s, produce, &p, 0, 300, COLS, 0, 16, "test: streaming");
+    int64_t bad = 0;
+    if (rc == DS_OK)
+        pass(ctx, &s, 0, 0, &bad, &rc);
+    CHECK(rc == DS_ERR_INPUT && strstr(ctx->msg.text, "bad row 150"), "a failing producer: rc %d, \"%s\"", rc,
+          ctx->msg.text);
+    ctx->msg.text[0] = '\0';
+    rows_close(ctx, &s);
+}
+
+static void check_caps(ds_ctx *ctx)
+{
+    rows_caps caps = {.backend = 1e6, .host = 1e6};
+    double least[2];
+    const int64_t r = rows_chunk_for(ctx, &caps, 1000000, 100, 0, 2e5, 8, least);
+    CHECK(r >= ROWS_MIN_CHUNK && r * 2.0 * 808 + r * 8 + 2e5 <= 1e6, "chunk %lld rows under a 1 MB cap", (long long)r);
+    caps.backend = least[0] - 1;
+    CHECK(rows_chunk_for(ctx, &caps, 1000000, 100, 0, 2e5, 8, least) == 0, "a cap below the minimum %g", least[0]);
+    caps.backend = 1e12;
+    CHECK(rows_chunk_for(ctx, &caps, 10, 100, 0, 2e5, 8, least) == 10, "the chunk is at most the rank's rows");
+}
+
+// --rate FILE CHUNK: h5io_read_lsq_rows by chunks, then a pass of the row source, each twice.
+static int rate(ds_ctx *ctx, const char *path, int64_t chunk)
+{
+    ds_data d;
+    DS_CHECK(data_probe_lsq(ctx, path, "X", "y", 0, &d));
+    const double bytes = (double)d.X.rows * (d.X.cols * 8 + 8);
+    double *X = malloc((size_t)chunk * d.X.cols * 8), *y = malloc((size_t)chunk * 8);
+    for (int rep = 0; rep < 2; rep++) {
+        double t = MPI_Wtime();
+        for (int64_t r0 = 0; r0 < d.X.rows; r0 += chunk) {
+            const int64_t nr = d.X.rows - r0 < chunk ? d.X.rows - r0 : chunk;
+            DS_CHECK(h5io_read_lsq_rows(path, "X", "y", d.row0 + r0, nr, d.X.cols, 0, X, y, &ctx->msg));
+        }
+        t = MPI_Wtime() - t;
+        printf("rank %d: h5io_read_lsq_rows by %lld rows: %.3f s, %.2f GB/s\n", ctx->rank, (long long)chunk, t,
+               bytes / t / 1e9);
+    }
+    ds_rows s;
+    DS_CHECK(rows_open_h5(ctx, &s, path, "X", "y", d.row0, d.X.rows, d.X.cols, 0, chunk, "rate"));
+    for (int rep = 0; rep < 2; rep++) {
+        double t = MPI_Wtime();
+        DS_CHECK(rows_begin(ctx, &s));
+        for (ds_mat C = {.rows = 1}; C.rows > 0;) {
+            const double *yc;
+            DS_CHECK(rows_next(ctx, &s, &C, &yc));
+        }
+        DS_CHECK(rows_end(ctx, &s));
+        t = MPI_Wtime() - t;
+        printf("rank %d: row source pass by %lld rows: %.3f s, %.2f GB/s\n", ctx->rank, (long long)chunk, t,
+               bytes / t / 1e9);
+    }
+    rows_close(ctx, &s);
+    free(X);
+    free(y);
+    return DS_OK;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    const int gpu = argc > 1 && strcmp(argv[1], "gpu") == 0;
+    if (gpu && !test_gpus_for_all()) {
+        MPI_Finalize();
+        return 77;
+    }
+    ds_ctx ctx;
+    if (ctx_open(&ctx, MPI_COMM_WORLD, gpu ? "cuda" : "cpu") != DS_OK) {
+        fprintf(stderr, "test_rows: %s\n", ctx.msg.text);
+        MPI_Finalize();
+        return 1;
+    }
+    int rc = 0;
+    if (argc > 3 && strcmp(argv[1], "--rate") == 0) {
+        rc = rate(&ctx, argv[2], atoll(argv[3]));
+        if (rc != DS_OK)
+            fprintf(stderr, "test_rows: %s\n", ctx.msg.text);
+    } else {
+        check_chunks(&ctx);
+        check_failure(&ctx);
+        check_caps(&ctx);
+    }
+    ctx_close(&ctx);
+    if (!(argc > 3 && strcmp(argv[1], "--rate") == 0))
+        rc = test_finish(gpu ? "test_rows gpu" : "test_rows");
+    MPI_Finalize();
+    return rc;
+}

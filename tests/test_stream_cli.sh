@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# test_stream_cli.sh DSOLVE MPIEXEC [cpu|gpu]: `dsolve solve` from an HDF5 input larger than the memory
+# cap (docs/solve.md, "Inputs larger than memory"). A file of 500 000 x 100 f64 (400 MB) is solved in
+# memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M, one GPU per rank, exit 77
+# without) with --method gram and cholesky on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
+# JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y), auto and the default method
+# stream by the Gram route; the caps' usage errors exit 2 naming what is wrong. Needs python3 with numpy
+# and h5py.
+set -u
+dsolve=$(realpath "$1")
+mpiexec=${2:-mpirun}
+mode=${3:-cpu}
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
+cli_cmd=(solve)
+if [ "$mode" = gpu ]; then
+    cli_backend=cuda
+    cap=(--device-memory 64M)
+    nps="1"
+    "$mpiexec" -np 1 "$dsolve" info --json >info.txt 2>/dev/null
+    "$py" -c "import json,sys; j=json.load(open('info.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) else 77)" ||
+        { echo "test_stream_cli gpu: no GPU: skipped"; exit 77; }
+else
+    cli_backend=cpu
+    cap=(--host-memory 64M)
+    nps="1 3"
+fi
+
+cli_cmd=(gen)
+be=$cli_backend
+cli_backend=
+run 1 --rows 500000 --cols 100 --seed 7 --noise 0.01 --output big.h5
+[ "$rc" -eq 0 ] && ok || bad "gen: exit $rc: $(cat err.txt)"
+cli_cmd=(solve)
+cli_backend=$be
+
+# same NAME: /a of mem.h5 and str.h5 within 1e-12 relative; JSON of the streamed run in str.json.
+same() {
+    "$py" - "$1" <<'PY' && ok || bad "$1: $(cat err.txt | head -3)"
+import h5py, json, sys, numpy as np
+a = h5py.File("mem.h5")["a"][:]; b = h5py.File("str.h5")["a"][:]
+m = json.load(open("mem.json")); s = json.load(open("str.json"))
+err = np.max(np.abs(a - b)) / np.max(np.abs(a))
+xy = 500000 * (100 * 8 + 8)
+assert err <= 1e-12, f"coefficients differ by {err:.3g}"
+assert m["streamed"] is False and s["streamed"] is True, (m["streamed"], s["streamed"])
+assert 8 <= s["chunk_rows"] < 500000, s["chunk_rows"]
+passes = s["bytes_moved"] / xy
+assert passes >= 2 and abs(passes - round(passes)) < 1e-9, f"bytes_moved {s['bytes_moved']}: {passes} passes"
+assert s["stream_rate_gbps"] > 0 and m["stream_rate_gbps"] is None
+assert abs(s["rel_residual"] - m["rel_residual"]) <= 1e-9 * m["rel_residual"], (s["rel_residual"], m["rel_residual"])
+print(f"{sys.argv[1]}: relative difference {err:.2e}, chunk {s['chunk_rows']} rows, {passes:.0f} passes, "
+      f"{s['stream_rate_gbps']:.2f} GB/s; solve {m['solve_seconds']:.3f} s in memory, {s['solve_seconds']:.3f} s streamed")
+PY
+}
+
+for np in $nps; do
+    for method in gram cholesky; do
+        rm -f mem.h5 str.h5
+        run "$np" --input big.h5 --method "$method" --json --output mem.h5
+        cp out.txt mem.json
+        [ "$rc" -eq 0 ] || bad "$method np $np in memory: exit $rc: $(cat err.txt)"
+        run "$np" --input big.h5 --method "$method" --json --output str.h5 "${cap[@]}"
+        cp out.txt str.json
+        [ "$rc" -eq 0 ] || bad "$method np $np streamed: exit $rc: $(cat err.txt)"
+        same "$mode $method np $np"
+    done
+done
+
+# auto streams by cholesky (qr does not stream) and says so; the default method by the Gram route,
+# with a summary line.
+run 1 --input big.h5 --method auto --json "${cap[@]}"
+"$py" -c "import json; j=json.load(open('out.txt')); assert j['method'] == 'cholesky' and j['streamed'] and 'streamed' in j['method_reason'], j" &&
+    ok || bad "auto streamed: $(cat out.txt err.txt)"
+run 1 --input big.h5 --quiet "${cap[@]}"
+grep -q "method gram" out.txt && grep -q "^  streamed:.*chunks of" out.txt && [ ! -s err.txt ] &&
+    ok || bad "default method streamed: $(cat out.txt err.txt)"
+
+# The caps' usage errors.
+expect 2 "working minimum" 1 --input big.h5 --method gram --output out.h5 "${cap[0]}" 1K
+expect 2 "not a size" 1 --input big.h5 "${cap[0]}" 64X
+expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
+expect 2 "qr does not stream yet.*cholesky" 1 --input big.h5 --method qr --output out.h5 "${cap[@]}"
+expect 2 "residual does not stream yet" 1 --input big.h5 --method residual "${cap[@]}"
+expect 2 "only --input files stream" 1 --rows 200000 --cols 100 "${cap[@]}"
+
+finish "test_stream_cli $mode"
