@@ -2,7 +2,8 @@
 # test_write_faults.sh: what a failed write leaves. Under a file-size limit (`ulimit -f`, the testable
 # stand-in for a full disk: both make write(2) fail, EFBIG or ENOSPC), every command that writes an
 # output (gen, solve, sort, ann, predict, a plot) exits 1 with one line naming the file and the reason,
-# on 1 and 2 ranks, leaves no temporary file, and leaves an older file of the same name as it was.
+# on 1 and 2 ranks (gen and solve also on 3; logreg's checkpoint on 2), leaves no temporary file, and
+# leaves an older file of the same name as it was.
 # Two runs writing the same output at once: each renames a whole file of its own, so what is left is
 # exactly one of the two, and no temporary file. Usage: test_write_faults.sh DSOLVE MPIEXEC.
 # Needs python3 with numpy and h5py (77 without).
@@ -51,6 +52,14 @@ for np in 1 2; do
     limited plot "$np" conv.svg solve --backend cpu --input small.h5 --iters 20000 --tol 0 --plot conv.svg
     limited ann "$np" model.h5 ann --backend cpu --input ann.h5 --neurons 1900 --subset 20 --output model.h5
 done
+# The fault table's 3 ranks (test_faults.sh), and a checkpoint that cannot be written (logreg --checkpoint).
+limited gen 3 out.h5 gen --rows 20000 --cols 50 --output out.h5
+limited solve 3 out.h5 solve --backend cpu --rows 300 --cols 20000 --iters 1 --output out.h5
+fashion=${DSOLVE_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
+if compgen -G "$fashion/train-images-idx3-ubyte*" >/dev/null; then
+    limited checkpoint 2 ck.h5 logreg --backend cpu --data "$fashion" --samples 600 --iters 5 --checkpoint ck.h5 \
+        --checkpoint-every 0
+fi
 "$real_dsolve" ann --backend cpu --input ann.h5 --neurons 50 --output good_model.h5 >/dev/null
 limited predict 2 pred.h5 predict --backend cpu --model good_model.h5 --input ann_big.h5 --output pred.h5
 

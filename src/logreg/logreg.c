@@ -126,7 +126,8 @@ static int lr_resume(ds_ctx *ctx, const lr_opts *o, lr_state *st, lr_result *res
 
 static int lr_abort(ds_ctx *ctx, int rc)
 {
-    if (rc == DS_OK || rc == DS_STOPPED || ctx->nranks == 1)  // a stop after a checkpoint is agreed
+    // Nothing to end when every rank already knows (a stop after a checkpoint, a checkpoint not written).
+    if (rc == DS_OK || rc == DS_STOPPED || ctx->nranks == 1 || ctx->agreed_failure == rc)
         return rc;
     fprintf(stderr, "dsolve: %s (rank %d; ending the job)\n", ctx->msg.text[0] ? ctx->msg.text : "failed", ctx->rank);
     fflush(stderr);
