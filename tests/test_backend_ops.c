@@ -333,6 +333,8 @@ static const ops_case cases[] = {
     {"fill", case_fill},
     {"gather", case_gather},
     {"copy", case_copy},
+    {"axpy", case_axpy},
+    {"stage", case_stage},
     {"allreduce_sum", case_allreduce_sum},
     {"alltoallv", case_alltoallv},
     {"solve.block_grams", case_solve_block_grams},
