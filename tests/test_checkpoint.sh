@@ -16,6 +16,11 @@ np=${4:-2}
 source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 data=${DSOLVE_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 compgen -G "$data/train-images-idx3-ubyte*" >/dev/null || { echo "test_checkpoint: no Fashion-MNIST in $data"; exit 77; }
+if [ "$backend" != cpu ]; then  # one GPU a rank, or skipped
+    "$mpiexec" -np "$np" "$dsolve" info --json >info.txt 2>/dev/null
+    "$py" -c "import json,sys; j=json.load(open('info.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) else 77)" ||
+        { echo "test_checkpoint $backend: no GPU for each of $np ranks: skipped"; exit 77; }
+fi
 cli_cmd=(logreg --data "$data" --samples 3000 --precision f64)
 cli_backend=$backend
 cli_timeout=120
