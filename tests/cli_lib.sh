@@ -52,6 +52,13 @@ expect() {
     ok
 }
 
+# cli_gpus_or_skip NAME NP: exit 77 (ctest's "skipped") unless each of NP ranks has a GPU of its own.
+cli_gpus_or_skip() {
+    "$mpiexec" -np "$2" "$dsolve" info --json >info.txt 2>/dev/null
+    "$py" -c "import json,sys; j=json.load(open('info.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) else 77)" 2>/dev/null ||
+        { echo "$1: no GPU for each of $2 ranks: skipped"; exit 77; }
+}
+
 # finish NAME: the verdict line; the exit status is 0 when nothing failed and something passed.
 finish() {
     echo "$1: $pass passed, $fail failed"

@@ -48,6 +48,13 @@ static const ds_opt solve_table[] = {
     {"host-memory", OPT_SIZE, NULL, "SIZE", 1, 1e18,
      "host memory a rank may use; on the CPU backend it plays the device's role (default: the rank's share of "
      "MemAvailable)"},
+    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
+     "write the solve's state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, "
+     "after which the run stops with exit 5: the partial sums inside the pass over a streamed X, then X'X and "
+     "the sweeps. Takes the Gram route: --method solvebak becomes gram; gram and cholesky as asked"},
+    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: at every chunk and sweep)"},
+    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
+     "resume from a checkpoint of the same solve (the same data and settings, on any number of ranks)"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -64,7 +71,41 @@ typedef struct solve_run {
     double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
     int stream;         // 1: X is streamed from src (it does not fit the memory caps)
     ds_rows src;
+    ds_ckpt ck;         // --checkpoint, --restart
 } solve_run;
+
+// --checkpoint and --restart: one solve on the Gram route (its state, X'X, is what a restart needs;
+// the residual route's is a vector as long as X, QR's a factor per rank).
+static int solve_parse_ckpt(solve_run *r, ds_msg *msg)
+{
+    const ds_args *a = &r->args;
+    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
+                      .every = opts_double(a, "checkpoint-every"), .what = "solve"};
+    if (!r->ck.path && !r->ck.restart)
+        return DS_OK;
+    if (opts_int(a, "repeat") > 1)
+        return ds_fail(msg, DS_ERR_USAGE, "--checkpoint and --restart take one solve: --repeat 1");
+    if (r->so.method == SB_METHOD_RESIDUAL || r->so.method == SB_METHOD_QR || r->so.method == SB_METHOD_AUTO)
+        return ds_fail(msg, DS_ERR_USAGE, "--checkpoint and --restart take the Gram route: --method solvebak, gram "
+                       "or cholesky, not %s", opts_str(a, "method"));
+    if (r->so.method == SB_METHOD_SOLVEBAK)
+        r->so.method = SB_METHOD_GRAM;
+    if (r->ck.path)
+        DS_CHECK(h5io_output_dir_ok(r->ck.path, msg));
+    r->so.ckpt = &r->ck;
+    return DS_OK;
+}
+
+// What a checkpoint must belong to: the data (its source, size and the built-in problem's settings) and
+// every setting of the solve; not the ranks.
+static uint64_t solve_fingerprint(const solve_run *r, const ds_data *d)
+{
+    const ds_args *a = &r->args;
+    const double v[] = {(double)d->rows_global, (double)d->X.cols, r->f32, r->so.batch, r->so.iters, r->so.tol,
+                        r->so.line_search, r->so.method, r->so.block_solve, r->so.coarse,
+                        (double)opts_int(a, "seed"), opts_double(a, "noise"), opts_double(a, "corr")};
+    return ckpt_hash(ckpt_hash(0, v, sizeof v), d->source, strlen(d->source));
+}
 
 static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
 {
@@ -91,7 +132,7 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "--no-coarse goes with --block-solve");
     if (opts_given(a, "input") && (opts_given(a, "rows") || opts_given(a, "cols") || opts_given(a, "corr") || opts_given(a, "noise")))
         return ds_fail(msg, DS_ERR_USAGE, "--rows, --cols, --corr and --noise describe the built-in problem; not with --input");
-    return DS_OK;
+    return solve_parse_ckpt(r, msg);
 }
 
 // The caps this rank works under, and the option that sets the one X must fit (for messages).
@@ -290,6 +331,9 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     if (res->history_floor > 0)
         json_num(&j, "residual_history_floor", res->history_floor);
     json_num(&j, "coef_error", r->coef_error);
+    char digest[24];  // the coefficients' bits, to compare runs (a restart with the uninterrupted run)
+    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)ckpt_hash(0, res->a, (size_t)d->X.cols * sizeof(double)));
+    json_str(&j, "coef_digest", digest);
     json_int(&j, "zero_columns", res->zero_columns);
     json_int(&j, "x_scale_exp", d->x_exp);
     json_int(&j, "y_scale_exp", d->y_exp);
@@ -415,6 +459,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         // Long runs check in after every sweep (a line on stderr unless --quiet), so no single wait on
         // the device is longer than a sweep.
         r.so.progress = predicted > 3.0;
+        r.ck.fingerprint = solve_fingerprint(&r, &d);
         rc = solve_timed(&ctx, &r, &d, &res);
         if (r.stream)  // the powers of two the stream divided by (data_load_lsq_ranged's, for a file in memory)
             d.x_exp = r.src.x_exp, d.y_exp = r.src.y_exp;

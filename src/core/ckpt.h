@@ -3,7 +3,7 @@
 // (after which the run stops with DS_STOPPED); --restart reads it back on every rank, on any number of
 // ranks. A file holds /state (the run's state, doubles), /counters (its loop counters, as doubles) and
 // /fingerprint (what run it belongs to: a restart with other data or settings is refused).
-// provides: ds_ckpt, ckpt_hash, ckpt_start, ckpt_due, ckpt_write, ckpt_read
+// provides: ds_ckpt, ckpt_hash, ckpt_start, ckpt_due, ckpt_write, ckpt_read, ckpt_read_head, ckpt_read_state
 #ifndef DS_CKPT_H
 #define DS_CKPT_H
 
@@ -39,5 +39,9 @@ int ckpt_write(ds_ctx *ctx, ds_ckpt *c, const double *state, int64_t n, const do
 // Every rank reads c->restart: DS_ERR_INPUT when it is not a checkpoint of this run (its fingerprint or
 // its sizes differ). Collective.
 int ckpt_read(ds_ctx *ctx, const ds_ckpt *c, double *state, int64_t n, double *counters, int ncounters);
+// ckpt_read in two steps, for a state whose length the counters give: the fingerprint and the counters,
+// then the state. Collective, as ckpt_read.
+int ckpt_read_head(ds_ctx *ctx, const ds_ckpt *c, double *counters, int ncounters);
+int ckpt_read_state(ds_ctx *ctx, const ds_ckpt *c, double *state, int64_t n);
 
 #endif

@@ -10,15 +10,37 @@
 #include "core/sysinfo.h"
 #include "h5io.h"
 
-static int64_t rows_nchunks(const ds_rows *s)
-{
-    return s->rows > 0 ? (s->rows + s->chunk_rows - 1) / s->chunk_rows : 0;
-}
-
 static size_t rows_row_bytes(int64_t cols, int f32)
 {
     return (size_t)cols * (f32 ? 4 : 8);
 }
+
+static int64_t rows_nchunks(const ds_rows *s)
+{
+    return s->pass_rows > 0 ? (s->pass_rows + s->chunk_rows - 1) / s->chunk_rows : 0;
+}
+
+// Rows [r0, r0+nr) of the pass's sequence: the rank's rows from r0, or pieces of its spans.
+static int rows_produce(ds_rows *s, int64_t r0, int64_t nr, void *X, double *y, ds_msg *m)
+{
+    if (!s->spans)
+        return s->produce(s->arg, s->row0 + r0, nr, X, y, m);
+    const size_t rb = rows_row_bytes(s->cols, s->f32);
+    int64_t base = 0;  // the sequence's row at the start of span i
+    for (int i = 0; i < s->nspans && nr > 0; i++) {
+        const int64_t a = s->spans[2 * i], len = s->spans[2 * i + 1] - a;
+        if (r0 < base + len) {
+            const int64_t off = r0 - base, take = len - off < nr ? len - off : nr;
+            DS_CHECK(s->produce(s->arg, s->row0 + a + off, take, X, y, m));
+            X = (char *)X + (size_t)take * rb;
+            y += take;
+            r0 += take, nr -= take;
+        }
+        base += len;
+    }
+    return DS_OK;
+}
+
 
 int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
               int f32, int64_t chunk_rows, const char *phase)
@@ -60,16 +82,19 @@ static void *rows_reader(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (stop)
             break;
-        const int64_t r0 = k * s->chunk_rows, nr = s->rows - r0 < s->chunk_rows ? s->rows - r0 : s->chunk_rows;
+        const int64_t r0 = k * s->chunk_rows, nr = s->pass_rows - r0 < s->chunk_rows ? s->pass_rows - r0 : s->chunk_rows;
         void *X = s->host[slot];
         double *y = (double *)((char *)X + s->x_bytes);
         ds_msg m = {{0}};
-        int rc = s->produce(s->arg, s->row0 + r0, nr, X, y, &m);
+        int rc = rows_produce(s, r0, nr, X, y, &m);
+        double xm = 0, ym = 0;
         if (rc == DS_OK) {
-            s->xmax = fmax(s->xmax, data_rescale(X, s->f32, nr * s->cols, s->x_exp));
-            s->ymax = fmax(s->ymax, data_rescale(y, 0, nr, s->y_exp));
+            xm = data_rescale(X, s->f32, nr * s->cols, s->x_exp);
+            ym = data_rescale(y, 0, nr, s->y_exp);
         }
-        pthread_mutex_lock(&s->mu);
+        pthread_mutex_lock(&s->mu);  // xmax and ymax may be read during the pass (a checkpoint)
+        s->xmax = fmax(s->xmax, xm);
+        s->ymax = fmax(s->ymax, ym);
         if (rc != DS_OK) {
             s->rc = rc;
             s->msg = m;
@@ -91,6 +116,14 @@ int rows_begin(ds_ctx *ctx, ds_rows *s)
     s->free_slot[0] = s->free_slot[1] = 1;
     s->stop = 0, s->rc = DS_OK, s->next = 0, s->cur = -1;
     s->xmax = s->ymax = 0;
+    s->pass_rows = s->rows;
+    if (s->spans) {
+        s->pass_rows = 0;
+        for (int i = 0; i < s->nspans; i++) {
+            DS_ASSERT(s->spans[2 * i] <= s->spans[2 * i + 1] && s->spans[2 * i + 1] <= s->rows);
+            s->pass_rows += s->spans[2 * i + 1] - s->spans[2 * i];
+        }
+    }
     s->t0 = s->last_log = MPI_Wtime();
     if (pthread_create(&s->thread, NULL, rows_reader, s) != 0)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "could not start the reader thread on rank %d", ctx->rank);
@@ -122,7 +155,7 @@ static void rows_progress(ds_ctx *ctx, ds_rows *s)
     if (now - s->last_log < 5.0)
         return;
     s->last_log = now;
-    const double total = (double)s->rows * (rows_row_bytes(s->cols, s->f32) + 8);
+    const double total = (double)s->pass_rows * (rows_row_bytes(s->cols, s->f32) + 8);
     const double done = (double)s->next / (double)rows_nchunks(s), rate = done * total / (now - s->t0);
     ctx_log(ctx, "%s (pass %d): %.0f%% of %.2f GB a rank, %.2f GB/s, %.0f s left", s->phase, s->passes + 1,
             100.0 * done, total / 1e9, rate / 1e9, rate > 0 ? (1.0 - done) * total / rate : 0.0);
@@ -148,7 +181,7 @@ int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y)
     s->ready[slot] = -1;
     pthread_mutex_unlock(&s->mu);
     DS_CHECK(rc);
-    const int64_t nr = s->rows - k * s->chunk_rows < s->chunk_rows ? s->rows - k * s->chunk_rows : s->chunk_rows;
+    const int64_t left = s->pass_rows - k * s->chunk_rows, nr = left < s->chunk_rows ? left : s->chunk_rows;
     if (!ctx->be->host_memory) {
         const size_t used = (size_t)nr * rows_row_bytes(s->cols, s->f32);
         DS_CHECK(ctx->be->stage(ctx, slot, s->dev[slot], s->host[slot], used));
@@ -181,6 +214,7 @@ int rows_end(ds_ctx *ctx, ds_rows *s)
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
     s->running = 0;
+    s->spans = NULL, s->nspans = 0;
     s->seconds += MPI_Wtime() - s->t0;
     s->passes++;
     return rc;

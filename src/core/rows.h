@@ -29,6 +29,13 @@ typedef struct ds_rows {
     int x_exp, y_exp;   // chunks hold X / 2^x_exp and y / 2^y_exp (set between passes; 0: as read)
     double xmax, ymax;  // the largest magnitudes read in the last pass (before the division)
 
+    // The next pass only (rows_begin takes them, rows_end forgets them): NULL, every row; else the local
+    // row ranges [spans[2i], spans[2i+1]), ascending, read as one sequence of rows cut into chunks (a
+    // restart reading the rows a checkpoint had not summed yet). pass_rows: the rows of the pass.
+    const int64_t *spans;
+    int nspans;
+    int64_t pass_rows;
+
     void *host[2], *dev[2];  // chunk buffers [X rows | y rows]; dev == host on a host backend
     size_t x_bytes;          // offset of y in a buffer
     int owns_arg;

@@ -67,16 +67,23 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
 {
     const int gram = method != SB_METHOD_RESIDUAL;
     const ds_backend *be = ctx->be;
-    sb_loop L = {.checking = o->tol > 0 || o->progress};
+    sb_loop L = {.checking = o->tol > 0 || o->progress || o->ckpt};
     DS_CHECK(be->sync(ctx));
     MPI_Barrier(ctx->comm);
     DS_CHECK(be->mark(ctx, 0));
     ctx_beat(ctx, "solve: setup (X'X or the block Grams, and their sum over the ranks)");
+    const int resumed = w->rs.phase == 2;  // the system from a checkpoint (solve_ckpt.c)
     int rc = method == SB_METHOD_QR ? sb_qr_factor(ctx, X, y, w)
+             : resumed              ? sb_ckpt_resume_system(ctx, w, X->cols, o->iters)
              : gram                 ? sb_gram_setup(ctx, X, y, w)
                                     : sb_residual_setup(ctx, X, y, o->batch, w);
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ctx_agree(ctx, sb_blocks_setup(ctx, X, o, gram, w)));
+    if (method == SB_METHOD_CHOLESKY && w->ckpt) {  // the sweeps' checkpoints are the Gram route's own
+        if (!resumed)
+            DS_CHECK(sb_ckpt_sweep(ctx, w, X->cols, o->iters, 0, (const double[4]){0}));
+        w->rs.phase = 0;
+    }
     DS_CHECK(be->mark(ctx, 1));
     L.t0 = MPI_Wtime();
     ctx_beat(ctx, gram && method != SB_METHOD_GRAM ? "solve: the factor and solve" : "solve: sweeps");
@@ -186,6 +193,14 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     res->history = calloc((size_t)o.iters + 1, sizeof(double));
     sb_work w = {.rows = rows};
     int rc = res->a && res->history ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = sb_ckpt_begin(ctx, &o, n, n_rows_global, &w);
+    if (rc == DS_OK && w.rs.phase == 1 && !rows) {
+        // Taken inside a streamed pass, restarted where X fits in memory: X'X is one product here.
+        ctx_log(ctx, "solve: X fits in memory now: X'X formed anew, not from the checkpoint's partial sums");
+        w.rs.phase = 0;
+    }
     if (rc == DS_OK)
         rc = sb_alloc_all(ctx, X, &o, method != SB_METHOD_RESIDUAL, &w);
     if (rc == DS_OK && rows)
@@ -215,6 +230,7 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
     rc = ctx_agree(ctx, rc);
     sb_work_free(ctx, &w);
+    sb_ckpt_end(&w);
     if (rc != DS_OK && direct)
         solvebak_result_free(res);  // nothing to report: no factor, no coefficients
     if (rc != DS_OK)

@@ -19,46 +19,68 @@ static double sb_gram_fixed(int64_t cols, int streamed)
     return ((streamed ? 3.0 : 2.0) * (n * n + n + 1) + 16.0 * n + 64.0) * 8.0;
 }
 
-// One pass over the chunks of w->rows. gram: w->sys = Σ the chunks' [G | c | yy]; else w->gout =
-// Σ [Xᵀe | ‖e‖²] with e = y − X·w->a by chunk (e in w->e). The first chunk's sums go straight to their
-// place, so that a single chunk gives the in-memory bits. The reader is stopped on every path.
+// One pass over the chunks of w->rows. gram: w->sys = Σ the chunks' [G | c | yy] (with checkpoints
+// between chunks, and a restart's own rows and starting sum: solve_ckpt.c); else w->gout = Σ [Xᵀe | ‖e‖²]
+// with e = y − X·w->a by chunk (e in w->e). The first chunk's sums go straight to their place, so that a
+// single chunk gives the in-memory bits. The reader is stopped on every path.
 static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, int gram)
 {
     const ds_backend *be = ctx->be;
+    ds_rows *s = w->rows;
     double *sum = gram ? w->sys : w->gout;
     const int64_t len = gram ? n * n + n + 1 : n + 1;
-    int rc = rows_begin(ctx, w->rows), first = 1;
-    while (rc == DS_OK) {
-        ds_mat C;
-        const double *yc;
-        rc = rows_next(ctx, w->rows, &C, &yc);
-        if (rc != DS_OK || C.rows == 0)
-            break;
-        double *out = first ? sum : w->acc;
-        if (gram) {
-            rc = be->solve->gram(ctx, &C, yc, out);
-        } else {
-            rc = be->copy(ctx, w->e, yc, (size_t)C.rows * sizeof(double));
-            if (rc == DS_OK)
-                rc = be->solve->grad_update(ctx, &C, w->e, 0, n, w->a, 0, n, out);
-        }
-        if (rc == DS_OK && !first)
-            rc = be->axpy(ctx, sum, w->acc, len, 1.0);
-        first = 0;
+    int have = 0;
+    int rc = gram ? sb_ckpt_pass_start(ctx, w, len, sum, &have) : DS_OK;
+    if (rc == DS_OK)
+        rc = rows_begin(ctx, s);
+    // With checkpoints every rank stops at as many chunk boundaries: the decisions there are collective.
+    const int ck = gram && w->ckpt && w->ckpt->path;
+    int64_t chunks = (s->pass_rows + s->chunk_rows - 1) / s->chunk_rows, most = chunks, consumed = 0;
+    if (ck) {
+        rc = ctx_agree(ctx, rc);
+        MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
     }
-    if (rc == DS_OK && first)  // no rows on this rank
+    for (int64_t k = 0; rc == DS_OK && k < most; k++) {
+        ds_mat C = {.rows = 0};
+        const double *yc = NULL;
+        if (k < chunks)
+            rc = rows_next(ctx, s, &C, &yc);
+        if (rc == DS_OK && C.rows > 0) {
+            double *out = have ? w->acc : sum;
+            if (gram) {
+                rc = be->solve->gram(ctx, &C, yc, out);
+            } else {
+                rc = be->copy(ctx, w->e, yc, (size_t)C.rows * sizeof(double));
+                if (rc == DS_OK)
+                    rc = be->solve->grad_update(ctx, &C, w->e, 0, n, w->a, 0, n, out);
+            }
+            if (rc == DS_OK && have)
+                rc = be->axpy(ctx, sum, w->acc, len, 1.0);
+            have = 1;
+            consumed += C.rows;
+        }
+        if (ck) {
+            rc = ctx_agree(ctx, rc);
+            if (rc == DS_OK)
+                rc = sb_ckpt_pass(ctx, w, len, sum, have, consumed);
+        }
+    }
+    if (rc == DS_OK && !have)  // no rows on this rank
         rc = be->fill(ctx, sum, len, 0.0);
-    const int end = rows_end(ctx, w->rows);
+    const int end = rows_end(ctx, s);
     return rc != DS_OK ? rc : end;
 }
 
 int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w)
 {
     ds_rows *s = w->rows;
+    // A restart inside the pass: the magnitudes of the rows summed before it count too.
+    const double before[2] = {w->rs.phase == 1 ? w->rs.ck[SB_CK_XMAX] : 0, w->rs.phase == 1 ? w->rs.ck[SB_CK_YMAX] : 0};
     for (int pass = 0;; pass++) {
         DS_CHECK(ctx_agree(ctx, sb_stream_pass(ctx, n, w, 1)));
+        w->rs.phase = 0;  // a second pass (below) reads every row
         // Values beyond 2^±DATA_RANGE_EXP: the pass again, divided by powers of two (data.h), as in memory.
-        double big[2] = {s->xmax, s->ymax};
+        double big[2] = {fmax(s->xmax, before[0]), fmax(s->ymax, before[1])};
         MPI_Allreduce(MPI_IN_PLACE, big, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
         const int xe = data_range_exp(big[0]), ye = data_range_exp(big[1]);
         if (pass > 0 || (xe == s->x_exp && ye == s->y_exp))

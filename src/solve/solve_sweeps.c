@@ -191,9 +191,18 @@ int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop
     }
     ga.sweeps = 1;
     double ee_prev = 0.0, d_prev = 0.0;
-    for (int s = 0;; s++) {
+    int s0 = 0;
+    if (w->rs.phase == 2) {  // a restart (solve_ckpt.c): the loop as it was at the checkpoint
+        const double *ck = w->rs.ck;
+        s0 = (int)ck[SB_CK_SWEEP], ee_prev = ck[SB_CK_EE_PREV], d_prev = ck[SB_CK_D_PREV];
+        L->yy = ck[SB_CK_YY], L->rel_prev = ck[SB_CK_REL_PREV];
+        w->rs.phase = 0;
+    }
+    for (int s = s0;; s++) {
         double ee;
         DS_CHECK(ctx_agree(ctx, DS_OK));
+        if (w->ckpt)
+            DS_CHECK(sb_ckpt_sweep(ctx, w, n, o->iters, s, (const double[4]){ee_prev, d_prev, L->yy, L->rel_prev}));
         DS_CHECK(sb_read(ctx, w->hist + s, &ee));
         if (s == 0)
             L->yy = ee;

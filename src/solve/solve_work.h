@@ -8,22 +8,53 @@
 #include "core/rows.h"
 #include "solve/solvebak.h"
 
+// A checkpoint read back by --restart (solve_ckpt.c): its counters (SB_CK_*) and state, host memory.
+// phase: 0 nothing (left) to resume; 1 inside the Gram pass of a streamed X; 2 after the Gram sum.
+enum { SB_CK_PHASE, SB_CK_PARTS, SB_CK_SPANS, SB_CK_XEXP, SB_CK_YEXP, SB_CK_XMAX, SB_CK_YMAX, SB_CK_SWEEP,
+       SB_CK_EE_PREV, SB_CK_D_PREV, SB_CK_YY, SB_CK_REL_PREV, SB_CK_LEN };
+typedef struct sb_resume {
+    int phase;
+    double ck[SB_CK_LEN];
+    double *state;
+    int64_t *spans;  // phase 1: this rank's rows still to sum (rows.h spans), while they are read
+    int nspans;
+} sb_resume;
+
 // Backend buffers of one solve, released together. With rows (a streamed input, solve_stream.c), X is
 // read chunk by chunk from it: e holds a chunk's rows, acc a chunk's partial sums before they are added.
 typedef struct sb_work {
     double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout, *acc;
     ds_rows *rows;
+    ds_ckpt *ckpt;  // sb_opts.ckpt
+    sb_resume rs;
     double *qr[4];  // solve_qr.c's buffers
     double *bs[8];  // the block solve's buffers (solve_sweeps.c)
 } sb_work;
 
-// What the host needs to decide after each sweep when it checks (tol > 0 or progress).
+// What the host needs to decide after each sweep when it checks (tol > 0, progress or checkpoints).
 typedef struct sb_loop {
     int checking;
     double yy;       // ‖y‖², global
     double rel_prev;
     double t0;       // wall clock at the start of the sweeps
 } sb_loop;
+
+// solve_ckpt.c: checkpoints. A checkpoint holds either the Gram pass of a streamed X in progress (phase 1:
+// each rank's partial [G | c | yy] and the rows it had yet to read) or the summed system and the Gram
+// route's sweep state (phase 2: [G | c | yy], a, g, ‖e‖², the history). sb_ckpt_begin: ckpt_start, and
+// with --restart the checkpoint read into w->rs (collective). sb_ckpt_pass_start: a phase-1 restart's
+// rows to read (w->rows->spans) and starting sum (*have_sum: sum holds it), on the same ranks each
+// rank's own, else rank 0 holds them all summed. sb_ckpt_pass: at a chunk boundary of the Gram pass
+// (every rank, as often: collective), sum the local partial over the `consumed` rows of the pass so far.
+// sb_ckpt_sweep: at the top of sweep s with the loop's values (ee_prev, d_prev, yy, rel_prev).
+// sb_ckpt_resume_system: phase 2 in place of the Gram setup. Each returns DS_STOPPED after a
+// checkpoint that a signal asked for.
+int sb_ckpt_begin(ds_ctx *ctx, const sb_opts *o, int64_t n, int64_t rows_global, sb_work *w);
+int sb_ckpt_pass_start(ds_ctx *ctx, sb_work *w, int64_t len, double *sum, int *have_sum);
+int sb_ckpt_pass(ds_ctx *ctx, sb_work *w, int64_t len, const double *sum, int have_sum, int64_t consumed);
+int sb_ckpt_sweep(ds_ctx *ctx, sb_work *w, int64_t n, int iters, int s, const double loop[4]);
+int sb_ckpt_resume_system(ds_ctx *ctx, sb_work *w, int64_t n, int iters);
+void sb_ckpt_end(sb_work *w);
 
 int sb_alloc(ds_ctx *ctx, double **p, int64_t count);
 void sb_work_free(ds_ctx *ctx, sb_work *w);

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "core/ckpt.h"
 #include "core/ctx.h"
 #include "core/rows.h"
 #include "solve/solve_ops.h"
@@ -32,6 +33,7 @@ typedef struct sb_opts {
     int progress;     // 1: a line on stderr per sweep once a run passes a few seconds
     int block_solve;  // SolveBak: the exact block solve (block Gauss–Seidel) in place of the diagonal step
     int coarse;       // with block_solve: a coarse correction on the block sums after every sweep
+    ds_ckpt *ckpt;    // checkpoints and restart (solve_ckpt.c; the Gram route and cholesky), or NULL
 } sb_opts;
 
 typedef struct sb_result {
