@@ -1,6 +1,7 @@
 // test_rows.c: core/rows (the streamed row source) on the CPU backend, or on the device backend with
 // "gpu" (exit 77 without one): every chunk size from 1 row to all of them delivers the rows in order
-// and bit for bit, over several passes; a producer's failure reaches the caller with its message; a
+// and bit for bit, over several passes, from a producer and from memory (rows_open_memory); a pass over
+// spans reads just their rows; a producer's failure reaches the caller with its message; a
 // pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK.
 // With "--rate FILE.h5 CHUNK_ROWS" instead: the seconds of h5io_read_lsq_rows over the file's rows by
 // chunks against a pass of rows_open_h5 over them (no compute), for docs/solve.md's figures.
@@ -87,6 +88,74 @@ static void check_chunks(ds_ctx *ctx)
     }
 }
 
+// A memory source (rows_open_memory) over the same rows: the same chunks, over several passes.
+static void check_memory(ds_ctx *ctx)
+{
+    const int64_t row0 = 1000, rows = 257;
+    void *X = NULL;
+    double *y = NULL;
+    int rc = ctx->be->host_alloc(ctx, &X, (size_t)rows * COLS * 8);
+    if (rc == DS_OK)
+        rc = ctx->be->host_alloc(ctx, (void **)&y, (size_t)rows * 8);
+    if (rc == DS_OK)
+        rc = produce(&(prod){-1}, row0, rows, X, y, &ctx->msg);
+    CHECK(rc == DS_OK, "host_alloc: %s", ctx->msg.text);
+    const int64_t chunks[] = {1, 7, 256, 257, 1000};
+    for (size_t c = 0; rc == DS_OK && c < sizeof chunks / sizeof chunks[0]; c++) {
+        ds_rows s;
+        rc = rows_open_memory(ctx, &s, X, y, row0, rows, COLS, 0, chunks[c], "test: streaming from memory");
+        CHECK(rc == DS_OK, "rows_open_memory: %s", ctx->msg.text);
+        for (int rep = 0; rc == DS_OK && rep < 3; rep++) {
+            int64_t bad = 0;
+            const int64_t seen = pass(ctx, &s, row0, rep == 1 ? 1 : 0, &bad, &rc);
+            CHECK(rc == DS_OK && (seen == rows || rep == 1) && bad == 0,
+                  "memory, chunk %lld pass %d: rc %d, %lld rows of %lld, %lld wrong", (long long)chunks[c], rep, rc,
+                  (long long)seen, (long long)rows, (long long)bad);
+        }
+        rows_close(ctx, &s);
+    }
+    ctx->be->host_free(ctx, X);
+    ctx->be->host_free(ctx, y);
+}
+
+// A pass over spans delivers exactly their rows, in order, cut into chunks across the spans' ends; the
+// next pass reads every row again.
+static void check_spans(ds_ctx *ctx)
+{
+    const int64_t row0 = 40, rows = 257, spans[] = {3, 10, 20, 21, 100, 257};
+    int64_t want[257], nwant = 0;
+    for (int i = 0; i < 3; i++)
+        for (int64_t r = spans[2 * i]; r < spans[2 * i + 1]; r++)
+            want[nwant++] = row0 + r;
+    double *hx = malloc(16 * COLS * 8), *hy = malloc(16 * 8);
+    ds_rows s;
+    int rc = rows_open(ctx, &s, produce, &(prod){-1}, row0, rows, COLS, 0, 16, "test: spans");
+    s.spans = spans, s.nspans = 3;
+    int64_t seen = 0, bad = 0;
+    if (rc == DS_OK)
+        rc = rows_begin(ctx, &s);
+    for (; rc == DS_OK;) {
+        ds_mat C;
+        const double *yc;
+        rc = rows_next(ctx, &s, &C, &yc);
+        if (rc != DS_OK || C.rows == 0)
+            break;
+        ctx->be->download(ctx, hx, C.data, (size_t)C.rows * COLS * 8);
+        ctx->be->download(ctx, hy, yc, (size_t)C.rows * 8);
+        for (int64_t i = 0; i < C.rows; i++, seen++)
+            bad += seen >= nwant || hy[i] != -(double)want[seen] || hx[i * COLS + 4] != (double)want[seen] * 8 + 4.25;
+    }
+    const int end = rows_end(ctx, &s);
+    CHECK(rc == DS_OK && end == DS_OK && seen == nwant && bad == 0, "spans: rc %d, %lld rows of %lld, %lld wrong", rc,
+          (long long)seen, (long long)nwant, (long long)bad);
+    CHECK(s.spans == NULL, "spans: still set after the pass");
+    pass(ctx, &s, row0, 0, &bad, &rc);
+    CHECK(rc == DS_OK && bad == 0, "the pass after spans: rc %d, %lld wrong", rc, (long long)bad);
+    rows_close(ctx, &s);
+    free(hx);
+    free(hy);
+}
+
 static void check_failure(ds_ctx *ctx)
 {
     prod p = {150};
@@ -171,6 +240,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "test_rows: %s\n", ctx.msg.text);
     } else {
         check_chunks(&ctx);
+        check_memory(&ctx);
+        check_spans(&ctx);
         check_failure(&ctx);
         check_caps(&ctx);
     }

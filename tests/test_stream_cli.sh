@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_stream_cli.sh DSOLVE MPIEXEC [cpu|gpu]: `dsolve solve` from an HDF5 input larger than the memory
 # cap (docs/solve.md, "Inputs larger than memory"). A file of 500 000 x 100 f64 (400 MB) is solved in
-# memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M, one GPU per rank, exit 77
-# without) with --method gram and cholesky on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
+# memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M with --host-memory 192M, one GPU
+# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram and cholesky on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
 # JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y), auto and the default method
 # stream by the Gram route; the caps' usage errors exit 2 naming what is wrong. Needs python3 with numpy
 # and h5py.
@@ -14,7 +14,8 @@ source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 cli_cmd=(solve)
 if [ "$mode" = gpu ]; then
     cli_backend=cuda
-    cap=(--device-memory 64M)
+    # The host cap below the file's 400 MB streams from the file; without it, from host memory.
+    cap=(--device-memory 64M --host-memory 192M)
     nps="1"
     "$mpiexec" -np 1 "$dsolve" info --json >info.txt 2>/dev/null
     "$py" -c "import json,sys; j=json.load(open('info.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) else 77)" ||
@@ -75,12 +76,29 @@ run 1 --input big.h5 --quiet "${cap[@]}"
 grep -q "method gram" out.txt && grep -q "^  streamed:.*chunks of" out.txt && [ ! -s err.txt ] &&
     ok || bad "default method streamed: $(cat out.txt err.txt)"
 
+# On a device: X kept in pinned host memory when it fits the host cap but not the device's, the file's
+# and the built-in problem's; the chunks cross the bus, the file is read once.
+if [ "$mode" = gpu ]; then
+    for input in "--input big.h5" "--rows 500000 --cols 100 --seed 7 --noise 0.01"; do
+        read -ra in <<<"$input"
+        rm -f mem.h5 str.h5
+        run 1 "${in[@]}" --method gram --json --output mem.h5
+        cp out.txt mem.json
+        run 1 "${in[@]}" --method gram --json --output str.h5 --device-memory 64M
+        cp out.txt str.json
+        [ "$rc" -eq 0 ] || bad "${in[0]} from host memory: exit $rc: $(cat err.txt)"
+        same "gpu gram from host memory, ${in[0]}"
+        "$py" -c "import json; j=json.load(open('str.json')); assert j['stream_source'] == 'host memory', j['stream_source']" &&
+            ok || bad "${in[0]} from host memory: stream_source $(cat str.json)"
+    done
+fi
+
 # The caps' usage errors.
 expect 2 "working minimum" 1 --input big.h5 --method gram --output out.h5 "${cap[0]}" 1K
 expect 2 "not a size" 1 --input big.h5 "${cap[0]}" 64X
 expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
 expect 2 "qr does not stream yet.*cholesky" 1 --input big.h5 --method qr --output out.h5 "${cap[@]}"
 expect 2 "residual does not stream yet" 1 --input big.h5 --method residual "${cap[@]}"
-expect 2 "only --input files stream" 1 --rows 200000 --cols 100 "${cap[@]}"
+expect 2 "only --input files stream" 1 --rows 250000 --cols 100 "${cap[@]}"
 
 finish "test_stream_cli $mode"

@@ -70,6 +70,7 @@ typedef struct solve_run {
     double t_start, *times;  // see solve_timed
     double coef_error;  // ‖a − a_true‖ / ‖a_true‖, or NaN
     int stream;         // 1: X is streamed from src (it does not fit the memory caps)
+    int stream_host;    // with stream: from the rank's rows kept in (pinned) host memory, not the file
     ds_rows src;
     ds_ckpt ck;         // --checkpoint, --restart
 } solve_run;
@@ -160,11 +161,23 @@ static int solve_plan(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t *chun
     int64_t chunk = 0;
     int rc = solvebak_stream_plan(ctx, &caps, cap_name, d->X.rows, d->X.cols, r->f32, &r->so, &chunk, &ctx->msg);
     DS_CHECK(ctx_agree(ctx, rc));
-    int64_t v[2] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN};  // MAX of both: any streams, the least chunk
-    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, ctx->comm);
+    // X and y kept in host memory when they fit the host cap with room to spare (a device backend only:
+    // on the host the caps are one), so that the passes cross the bus instead of reading the file again.
+    const double bytes = (double)d->X.rows * ((double)d->X.cols * (r->f32 ? 4 : 8) + 8.0);
+    const int64_t host = !ctx->be->host_memory && bytes <= 0.8 * caps.host;
+    int64_t v[3] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN, -host};  // MAX: any streams, the least chunk, all fit
+    MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, ctx->comm);
     r->stream = v[0] > 0;
+    r->stream_host = r->stream && v[2] == -1;
     *chunk_rows = r->stream ? -v[1] : 0;
     return DS_OK;
+}
+
+// The row source over the rank's rows that data_load_lsq_ranged or data_gen_lsq put in host memory.
+static int solve_open_memory(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t chunk)
+{
+    return ctx_agree(ctx, rows_open_memory(ctx, &r->src, d->X.data, d->y, d->row0, d->X.rows, d->X.cols, r->f32,
+                                           chunk, "solve: streaming X from host memory"));
 }
 
 static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
@@ -175,8 +188,11 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
         int64_t chunk = 0;
         DS_CHECK(data_probe_lsq(ctx, path, xn, yn, r->f32, d));
         DS_CHECK(solve_plan(ctx, r, d, &chunk));
-        if (!r->stream)
-            return data_load_lsq_ranged(ctx, path, xn, yn, r->f32, d);
+        if (!r->stream || r->stream_host) {
+            d->host = r->stream_host;
+            DS_CHECK(data_load_lsq_ranged(ctx, path, xn, yn, r->f32, d));
+            return r->stream ? solve_open_memory(ctx, r, d, chunk) : DS_OK;
+        }
         DS_CHECK(ctx_agree(ctx, rows_open_h5(ctx, &r->src, path, xn, yn, d->row0, d->X.rows, d->X.cols, r->f32, chunk,
                                              "solve: streaming X")));
         data_read_a_true(ctx, path, d);
@@ -184,14 +200,18 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
     }
     gen_lsq p = {.rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"), .seed = (uint64_t)opts_int(a, "seed"),
                  .noise = opts_double(a, "noise"), .corr = opts_double(a, "corr")};
-    if (opts_given(a, "host-memory") || opts_given(a, "device-memory")) {
-        ds_data shape = {.X = {.rows = p.rows / ctx->nranks + 1, .cols = p.cols}};
-        DS_CHECK(solve_plan(ctx, r, &shape, &(int64_t){0}));
-        if (r->stream)
-            return ds_fail(&ctx->msg, DS_ERR_USAGE, "the built-in problem does not fit the memory caps, and only "
-                           "--input files stream: write it with dsolve gen and solve that file");
+    int64_t chunk = 0;
+    if (p.rows >= ctx->nranks) {  // (fewer rows than ranks: data_gen_lsq says so)
+        ds_data shape = {.X = {.cols = p.cols}};
+        data_partition(p.rows, ctx->nranks, ctx->rank, &shape.row0, &shape.X.rows);
+        DS_CHECK(solve_plan(ctx, r, &shape, &chunk));
     }
-    return data_gen_lsq(ctx, &p, r->f32, d);
+    if (r->stream && !r->stream_host)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "the built-in problem fits neither the device nor the host memory "
+                       "caps, and only --input files stream from disk: write it with dsolve gen and solve that file");
+    d->host = r->stream_host;
+    DS_CHECK(data_gen_lsq(ctx, &p, r->f32, d));
+    return r->stream ? solve_open_memory(ctx, r, d, chunk) : DS_OK;
 }
 
 typedef struct solve_call {
@@ -339,6 +359,7 @@ static void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, 
     json_int(&j, "y_scale_exp", d->y_exp);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
     json_bool(&j, "streamed", res->streamed);
+    json_str(&j, "stream_source", !res->streamed ? "" : r->stream_host ? "host memory" : "file");
     json_int(&j, "chunk_rows", res->chunk_rows);
     json_num(&j, "bytes_moved", res->bytes_moved);
     json_num(&j, "stream_rate_gbps", res->streamed ? res->bytes_moved / res->stream_seconds / 1e9 : NAN);
@@ -378,8 +399,9 @@ static void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *
         printf("  solved with X / 2^%d and y / 2^%d (values near the limits of double precision; exact)\n", d->x_exp,
                d->y_exp);
     if (res->streamed)
-        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from the file at %.2f "
-               "GB/s\n", (long long)res->chunk_rows, res->bytes_moved / 1e9, res->bytes_moved / res->stream_seconds / 1e9);
+        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f "
+               "GB/s\n", (long long)res->chunk_rows, res->bytes_moved / 1e9,
+               r->stream_host ? "host memory (pinned)" : "the file", res->bytes_moved / res->stream_seconds / 1e9);
     const char *med = opts_int(&r->args, "repeat") > 1 ? " median" : "";
     const double gbs = res->bytes / res->solve_seconds / 1e9;
     if (chol)
@@ -461,7 +483,7 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         r.so.progress = predicted > 3.0;
         r.ck.fingerprint = solve_fingerprint(&r, &d);
         rc = solve_timed(&ctx, &r, &d, &res);
-        if (r.stream)  // the powers of two the stream divided by (data_load_lsq_ranged's, for a file in memory)
+        if (r.stream && !r.stream_host)  // the powers of two the file's stream divided by (else the load's)
             d.x_exp = r.src.x_exp, d.y_exp = r.src.y_exp;
     }
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {

@@ -27,9 +27,10 @@ static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
     if (__builtin_mul_overflow((size_t)d->X.rows, (size_t)cols * (f32 ? 4 : 8), &xbytes))
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "%lld rows of %lld columns on rank %d do not fit in memory",
                        (long long)d->X.rows, (long long)cols, ctx->rank);
-    int rc = ctx->be->alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
+    int (*alloc)(ds_ctx *, void **, size_t) = d->host && !ctx->be->host_memory ? ctx->be->host_alloc : ctx->be->alloc;
+    int rc = alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
     if (rc == DS_OK)
-        rc = ctx->be->alloc(ctx, (void **)&d->y, (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
+        rc = alloc(ctx, (void **)&d->y, (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
     return rc;
 }
 
@@ -41,7 +42,7 @@ static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
 {
     const size_t sz = d->X.f32 ? 4 : 8, row_bytes = (size_t)d->X.cols * sz;
     ctx_beat(ctx, "loading the input");
-    if (ctx->be->host_memory)
+    if (ctx->be->host_memory || d->host)
         return produce(arg, d->row0, d->X.rows, (void *)d->X.data, d->y, &ctx->msg);
     int64_t chunk = STAGE_BYTES / (int64_t)(row_bytes + 8);
     if (chunk < 1)
@@ -146,7 +147,9 @@ int data_range_exp(double big)
 
 int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
 {
+    const int host = d->host;
     memset(d, 0, sizeof *d);
+    d->host = host;
     h5io_lsq_info info = {0};
     int rc = h5io_probe_lsq(path, xname, yname, &info, &ctx->msg);
     if (rc == DS_OK && info.cols > DATA_MAX_COLS)
@@ -278,7 +281,9 @@ static int data_gen_rows(void *arg, int64_t row0, int64_t nrows, void *X, double
 
 int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
 {
+    const int host = d->host;
     memset(d, 0, sizeof *d);
+    d->host = host;
     if (p->rows < ctx->nranks)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--rows %lld is fewer than the %d ranks", (long long)p->rows,
                        ctx->nranks);
@@ -302,10 +307,11 @@ int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
 
 void data_free(ds_ctx *ctx, ds_data *d)
 {
+    void (*release)(ds_ctx *, void *) = d->host && !ctx->be->host_memory ? ctx->be->host_free : ctx->be->free;
     if (d->X.data)
-        ctx->be->free(ctx, (void *)d->X.data);
+        release(ctx, (void *)d->X.data);
     if (d->y)
-        ctx->be->free(ctx, d->y);
+        release(ctx, d->y);
     free(d->a_true);
     memset(d, 0, sizeof *d);
 }

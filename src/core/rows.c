@@ -66,6 +66,21 @@ int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t
     return DS_OK;
 }
 
+int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
+                     int64_t cols, int f32, int64_t chunk_rows, const char *phase)
+{
+    memset(s, 0, sizeof *s);
+    DS_ASSERT(chunk_rows >= 1);
+    s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32, s->chunk_rows = chunk_rows, s->phase = phase;
+    s->mem_x = X, s->mem_y = y, s->cur = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->x_bytes = ((size_t)chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
+    for (int i = 0; i < 2 && !ctx->be->host_memory; i++)
+        DS_CHECK(ctx->be->alloc(ctx, &s->dev[i], s->x_bytes + (size_t)chunk_rows * sizeof(double)));
+    return DS_OK;
+}
+
 // The reader: chunk k into slot k mod 2 once the caller has given the slot back; divides by the pass's
 // powers of two and records the largest magnitudes, as data.c's file reader does.
 static void *rows_reader(void *arg)
@@ -125,6 +140,11 @@ int rows_begin(ds_ctx *ctx, ds_rows *s)
         }
     }
     s->t0 = s->last_log = MPI_Wtime();
+    DS_ASSERT(!(s->mem_x && s->spans));
+    if (s->mem_x) {  // nothing to read: rows_next stages from memory
+        s->running = 1;
+        return DS_OK;
+    }
     if (pthread_create(&s->thread, NULL, rows_reader, s) != 0)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "could not start the reader thread on rank %d", ctx->rank);
     s->running = 1;
@@ -141,6 +161,8 @@ static int rows_give_back(ds_ctx *ctx, ds_rows *s)
     s->cur = -1;
     if (!ctx->be->host_memory)
         return ctx->be->stage_release(ctx, slot);
+    if (s->mem_x)
+        return DS_OK;
     pthread_mutex_lock(&s->mu);
     s->free_slot[slot] = 1;
     pthread_cond_broadcast(&s->cv);
@@ -161,6 +183,32 @@ static void rows_progress(ds_ctx *ctx, ds_rows *s)
             100.0 * done, total / 1e9, rate / 1e9, rate > 0 ? (1.0 - done) * total / rate : 0.0);
 }
 
+// Chunk k of a memory source: in place on a host backend, else staged to slot k mod 2 (the copy waits for
+// the work on that slot's last chunk, and the work queued after it waits for the copy; no host wait).
+static int rows_next_memory(ds_ctx *ctx, ds_rows *s, int64_t k, ds_mat *X, const double **y)
+{
+    const int slot = (int)(k & 1);
+    const int64_t r0 = k * s->chunk_rows, nr = s->pass_rows - r0 < s->chunk_rows ? s->pass_rows - r0 : s->chunk_rows;
+    const size_t rb = rows_row_bytes(s->cols, s->f32);
+    const char *x = (const char *)s->mem_x + (size_t)r0 * rb;
+    const double *yy = s->mem_y + r0;
+    if (ctx->be->host_memory) {
+        X->data = (void *)x;
+        *y = yy;
+    } else {
+        DS_CHECK(ctx->be->stage(ctx, slot, s->dev[slot], x, (size_t)nr * rb));
+        DS_CHECK(ctx->be->stage(ctx, slot, (char *)s->dev[slot] + s->x_bytes, yy, (size_t)nr * sizeof(double)));
+        X->data = s->dev[slot];
+        *y = (const double *)((const char *)s->dev[slot] + s->x_bytes);
+    }
+    X->rows = nr;
+    s->cur = slot;
+    s->next = k + 1;
+    s->bytes += (double)nr * (double)(rb + sizeof(double));
+    rows_progress(ctx, s);
+    return DS_OK;
+}
+
 int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y)
 {
     DS_ASSERT(s->running);
@@ -172,6 +220,8 @@ int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y)
         return DS_OK;
     const int slot = (int)(k & 1);
     ctx_beat(ctx, s->phase);
+    if (s->mem_x)
+        return rows_next_memory(ctx, s, k, X, y);
     pthread_mutex_lock(&s->mu);
     while (s->ready[slot] != k && s->rc == DS_OK)
         pthread_cond_wait(&s->cv, &s->mu);
@@ -212,7 +262,10 @@ int rows_end(ds_ctx *ctx, ds_rows *s)
     s->stop = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
+    if (!s->mem_x)
+        pthread_join(s->thread, NULL);
+    else if (rc == DS_OK && !ctx->be->host_memory)
+        rc = ctx->be->sync(ctx);  // the pass's copies and compute were only queued: its time ends here
     s->running = 0;
     s->spans = NULL, s->nspans = 0;
     s->seconds += MPI_Wtime() - s->t0;

@@ -6,7 +6,7 @@
 // (ds_backend.stage), so that the copy overlaps the compute on the chunk before. A pass reads every row
 // once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
 // the chunk size they leave room for.
-// provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_begin, rows_next, rows_end, rows_close,
+// provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
 //           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES
 #ifndef DS_ROWS_H
 #define DS_ROWS_H
@@ -35,6 +35,11 @@ typedef struct ds_rows {
     const int64_t *spans;
     int nspans;
     int64_t pass_rows;
+
+    // rows_open_memory: the rank's rows already in host memory (no reader; chunks are staged straight
+    // from there, or given in place on a host backend), else NULL.
+    const void *mem_x;
+    const double *mem_y;
 
     void *host[2], *dev[2];  // chunk buffers [X rows | y rows]; dev == host on a host backend
     size_t x_bytes;          // offset of y in a buffer
@@ -68,6 +73,12 @@ int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t
 // validated (data_probe_lsq). NaN or Inf met while streaming fails as h5io_read_lsq_rows does.
 int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, const char *yname, int64_t row0,
                  int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase);
+
+// A source over the rank's rows X (rows × cols, f32 or double, row-major) and y in host memory that
+// stays valid until rows_close: from the backend's host_alloc (pinned) on a device backend, so that the
+// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves. No spans.
+int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
+                     int64_t cols, int f32, int64_t chunk_rows, const char *phase);
 
 // A pass: rows_begin starts the reader; rows_next gives the next chunk (X->rows == 0 after the last),
 // valid until the next rows_next or rows_end; rows_end stops the reader (also after a failure, and

@@ -196,7 +196,7 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = sb_ckpt_begin(ctx, &o, n, n_rows_global, &w);
-    if (rc == DS_OK && w.rs.phase == 1 && !rows) {
+    if (rc == DS_OK && w.rs.phase == 1 && (!rows || rows->mem_x)) {
         // Taken inside a streamed pass, restarted where X fits in memory: X'X is one product here.
         ctx_log(ctx, "solve: X fits in memory now: X'X formed anew, not from the checkpoint's partial sums");
         w.rs.phase = 0;
