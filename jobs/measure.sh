@@ -33,6 +33,10 @@
 #   peers        every GPU peer of solve, ann, sort and bench, without dsolve
 #   scaling      solve (both routes), ann and sort, strong and weak, on 1, 2, 4 and 8 GPUs (those present)
 #   hdf5         gen writes 1 M x 1 000 (8 GB, in DSOLVE_SCRATCH or /tmp), solve --input reads it
+#   stream       solves larger than --device-memory (one GPU): 4 M x 1 000 (32 GB) kept in pinned host
+#                memory with --device-memory 16G, gram and cholesky, beside the same problem in device
+#                memory; peer: the pinned and pageable host-to-device rates (jobs/h2d_peer.py, torch);
+#                and 1 M x 500 (4 GB) from the file (--host-memory 2G) beside plain reads of it
 #   cpu          the CPU backend (solve batch 100 and 1, cholesky, ann, sort 10^8, logreg on 2 ranks),
 #                each followed by the seed's NumPy code (cholesky: NumPy's normal equations,
 #                jobs/normal_eq.py) on the same cores
@@ -421,6 +425,29 @@ part_hdf5() {
     rm -rf "$dir"
 }
 
+part_stream() {
+    [ "$DS_GPUS" -ge 1 ] || { skip stream "no GPU here"; return 0; }
+    if have_py torch; then run h2d_peer "$DS_PYTHON" jobs/h2d_peer.py; else skip h2d_peer "$DS_PYTHON has no torch"; fi
+    local big=(--rows 4000000 --cols 1000 --seed 3)
+    dsr host_gram 1 solve "${big[@]}" --method gram --device-memory 16G
+    dsr host_cholesky 1 solve "${big[@]}" --method cholesky --device-memory 16G
+    dsr device_gram 1 solve "${big[@]}" --method gram
+    local dir
+    dir=$(mktemp -d "${DSOLVE_SCRATCH:-/tmp}/dsolve-stream.XXXXXX") || { failed+=("stream/scratch"); return 0; }
+    dsr file_gen 1 gen --rows 1000000 --cols 500 --seed 7 --output "$dir/p.h5"
+    run file_read_rate "$DS_BUILD/tests/test_rows" --rate "$dir/p.h5" 33487
+    dsr file_gram 1 solve --input "$dir/p.h5" --method gram --device-memory 1G --host-memory 2G
+    if have_py h5py; then
+        run file_h5py_rate "$DS_PYTHON" -c "
+import h5py, time, json
+f = h5py.File('$dir/p.h5'); X, y = f['X'], f['y']; n = X.shape[0]; c = 33487; t = time.time()
+for r in range(0, n, c): X[r:r + c]; y[r:r + c]
+s = time.time() - t
+print(json.dumps({'seconds': s, 'gbps': n * (X.shape[1] * 8 + 8) / s / 1e9}))"
+    fi
+    rm -rf "$dir"
+}
+
 part_cpu() {
     dsr solve_b100 1 solve --backend cpu --batch 100 --repeat 3
     peer numpy_solvebak_b100 1 numpy seed_peers.py solvebak --xp numpy --batch 100
@@ -467,7 +494,7 @@ for part in "${parts[@]}"; do
     t0=$SECONDS
     ds_log "== $part"
     gpu_part=0
-    case $part in solve | methods | ann | sort | logreg | bench | bench-cases | peers | scaling) gpu_part=1 ;; esac
+    case $part in solve | methods | ann | sort | logreg | bench | bench-cases | peers | scaling | stream) gpu_part=1 ;; esac
     if [ "$gpu_part" = 1 ] && [ "$DS_GPUS" -eq 0 ]; then
         skip "$part" "no GPU here"
         continue
