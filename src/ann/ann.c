@@ -1,6 +1,6 @@
 // ann.c: training and prediction of the least-squares network (see ann.h), written against ds_backend
 // and ann_ops: the output layer, the targets, prediction and metrics. The hidden layer is in
-// ann_hidden.c, its subsets and row exchange in ann_rows.c.
+// ann_hidden.c, its subsets and row exchange in ann_rows.c, the checkpoints' state in ann_ckpt.c.
 #include "ann/ann.h"
 
 #include <limits.h>
@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ann/ann_ckpt.h"
 #include "ann/ann_hidden.h"
+#include "core/ckpt.h"
 #include "solve/solve_ops.h"
 
 static int64_t ann_budget(const ds_ctx *ctx, const ann_opts *o)
@@ -27,6 +29,12 @@ typedef struct ann_targets {
 // ---------------------------------------------------------------------------------------------------
 // Output layer: S = [H 1 T]ᵀ[H 1 T] over the rank's rows chunk by chunk, one allreduce, the solve.
 
+// The Gram's buffer: [HᵀH … (ld × ld) | ld | 1], as the solve table's gram writes it.
+static int64_t gram_size(int64_t ld)
+{
+    return ld * ld + ld + 1;
+}
+
 static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
 {
     int64_t c = ann_budget(ctx, o) / (ld * (int64_t)sizeof(double));
@@ -34,50 +42,103 @@ static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int6
     return c < rows ? c : rows > 0 ? rows : 1;
 }
 
-// acc (zero) += the Gram of this rank's H, formed chunk by chunk in backend memory.
-static int gram_by_chunks(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                          const double *tc, int64_t ld, double *acc, int64_t gsize)
+// The Gram pass over a rank's rows to do (ann_todo), in chunks of ch rows: by forward_gram where the
+// backend has it (the CPU's, which never stores H), else each chunk of H formed by forward and its Gram
+// taken by the solve table's gram. A chunk's Gram goes straight into acc while acc is still zero, into
+// tmp and then added otherwise: the same sums in the same order whether or not the pass was resumed
+// from a checkpoint between chunks (on the same ranks: bitwise).
+typedef struct gram_pass {
+    void *H, *tmp;  // backend memory: a chunk of H (ch × ld; not with forward_gram), a chunk's Gram (gsize)
+    double *start;  // host: the Gram a resumed rank starts from (ann_resume_start)
+    int fresh;      // acc is still zero
+    int64_t ch, ld, gsize;
+    ann_todo todo;
+} gram_pass;
+
+// out = the Gram of the rank's local rows r .. r+nr−1 (out's first ld·ld entries, the rest zero or as
+// the solve table's gram leaves them).
+static int gram_chunk(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                      const double *tc, int64_t r, int64_t nr, const gram_pass *g, double *out)
 {
-    const ds_backend *be = ctx->be;
     const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
-    const int64_t ch = chunk_rows(ctx, o, ld, d->X.rows);
-    void *H = NULL, *tmp = NULL;
-    int rc = be->alloc(ctx, &H, (size_t)(ch * ld) * sizeof(double));
-    if (rc == DS_OK && d->X.rows > ch)
-        rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
-    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
-        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
-        const double *Xc = (const double *)d->X.data + r * n;
-        ctx_beat(ctx, "ann: H'H by row chunks");
-        rc = ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, H, ld);
-        ds_mat Hm = {H, nr, ld, 0};
-        if (rc == DS_OK)
-            rc = be->solve->gram(ctx, &Hm, tc + r, r == 0 ? acc : tmp);
-        if (rc == DS_OK && r > 0)
-            rc = ops->add(ctx, acc, tmp, gsize);
+    const double *Xc = (const double *)d->X.data + r * n;
+    if (ops->forward_gram) {
+        DS_CHECK(ctx->be->fill(ctx, out, g->gsize, 0.0));
+        return ops->forward_gram(ctx, Xc, nr, n, Wd, K, tc + r, outputs, g->ld, out);
     }
-    if (rc == DS_OK)
-        rc = be->sync(ctx);
-    if (H)
-        be->free(ctx, H);
-    if (tmp)
-        be->free(ctx, tmp);
+    DS_CHECK(ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, g->H, g->ld));
+    ds_mat Hm = {g->H, nr, g->ld, 0};
+    return ctx->be->solve->gram(ctx, &Hm, tc + r, out);
+}
+
+// acc += the Gram of the rows to do, a checkpoint's safe point between two chunks. Every rank takes as
+// many steps as the rank with the most chunks, so that the safe points' collectives match.
+static int gram_rows(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                     const double *tc, const ann_model *m, gram_pass *g, double *acc)
+{
+    int64_t steps = ann_todo_chunks(&g->todo, g->ch);
+    MPI_Allreduce(MPI_IN_PLACE, &steps, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
+    int rc = DS_OK;
+    for (int64_t s = 0; rc == DS_OK && s < steps; s++) {
+        if (s > 0)
+            rc = ann_ckpt_gram(ctx, o, m, acc, g->gsize, &g->todo, s, steps);
+        int64_t a = 0, nr = rc == DS_OK ? ann_todo_next(&g->todo, g->ch, &a) : 0;
+        ctx_beat(ctx, "ann: H'H by row chunks");
+        if (nr > 0)
+            rc = gram_chunk(ctx, ops, d, o, Wd, tc, a - d->row0, nr, g, g->fresh ? acc : g->tmp);
+        if (rc == DS_OK && nr > 0 && !g->fresh)
+            rc = ops->add(ctx, acc, g->tmp, g->gsize);
+        g->fresh = g->fresh && nr == 0;
+        rc = ctx_agree(ctx, rc);
+    }
     return rc;
 }
 
-// acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as the solve table's gram leaves them).
-static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                       const double *tc, int64_t ld, double *acc, int64_t gsize)
+// acc = zero, or the resumed rank's start; the pass's rows and buffers.
+static int gram_open(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_resume *rs, double *acc,
+                     gram_pass *g)
 {
-    int rc = ctx->be->fill(ctx, acc, gsize, 0.0);  // a rank without rows still adds its (zero) share
-    if (rc == DS_OK && ops->forward_gram)
-        rc = ops->forward_gram(ctx, d->X.data, d->X.rows, d->X.cols, Wd, o->neurons, tc,
-                               o->classes ? o->classes : 1, ld, acc);
-    else if (rc == DS_OK)
-        rc = gram_by_chunks(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
-    rc = ctx_agree(ctx, rc);
+    const ds_backend *be = ctx->be;
+    DS_CHECK(ann_todo_make(ctx, rs, d->row0, d->X.rows, &g->todo));
+    DS_CHECK(be->fill(ctx, acc, g->gsize, 0.0));  // a rank without rows still adds its (zero) share
+    g->start = rs && rs->grams > 0 ? malloc((size_t)g->gsize * sizeof(double)) : NULL;
+    if (rs && rs->grams > 0 && !g->start)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    g->fresh = !ann_resume_start(ctx, rs, g->gsize, g->start);
+    if (!g->fresh)
+        DS_CHECK(be->upload(ctx, acc, g->start, (size_t)g->gsize * sizeof(double)));
+    if (!ops->forward_gram)
+        DS_CHECK(be->alloc(ctx, &g->H, (size_t)(g->ch * g->ld) * sizeof(double)));
+    if (!g->fresh || ann_todo_chunks(&g->todo, g->ch) > 1)
+        DS_CHECK(be->alloc(ctx, &g->tmp, (size_t)g->gsize * sizeof(double)));
+    return DS_OK;
+}
+
+static void gram_close(ds_ctx *ctx, gram_pass *g)
+{
+    if (g->H)
+        ctx->be->free(ctx, g->H);
+    if (g->tmp)
+        ctx->be->free(ctx, g->tmp);
+    free(g->start);
+    free(g->todo.s);
+}
+
+// acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as the solve table's
+// gram leaves them), resumed from rs when not NULL.
+static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
+                       const double *tc, const ann_model *m, const ann_resume *rs, double *acc)
+{
+    const int64_t ld = o->neurons + 1 + m->outputs;
+    gram_pass g = {.ch = chunk_rows(ctx, o, ld, d->X.rows), .ld = ld, .gsize = gram_size(ld)};
+    int rc = ctx_agree(ctx, gram_open(ctx, ops, d, rs, acc, &g));
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, gsize));
+        rc = gram_rows(ctx, ops, d, o, Wd, tc, m, &g, acc);
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ctx->be->sync(ctx));
+    if (rc == DS_OK)
+        rc = ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, g.gsize));
+    gram_close(ctx, &g);
     return rc;
 }
 
@@ -106,9 +167,9 @@ static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64
 }
 
 static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                        const double *tc, const ann_targets *tg, ann_model *m, ann_times *t)
+                        const double *tc, const ann_targets *tg, const ann_resume *rs, ann_model *m, ann_times *t)
 {
-    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = ld * ld + ld + 1;
+    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = gram_size(ld);
     void *acc = NULL, *Vd = NULL;
     int rc = ctx->be->alloc(ctx, &acc, (size_t)gsize * sizeof(double));
     if (rc == DS_OK)
@@ -116,7 +177,7 @@ static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
     rc = ctx_agree(ctx, rc);
     double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = output_gram(ctx, ops, d, o, Wd, tc, ld, acc, gsize);
+        rc = output_gram(ctx, ops, d, o, Wd, tc, m, rs, acc);
     double t1 = MPI_Wtime();
     if (rc == DS_OK)
         rc = output_ridge(ctx, o, acc, ld, K1, &m->ridge);
@@ -239,6 +300,26 @@ static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t
     return DS_OK;
 }
 
+// W and the failed neurons' count on every rank: the hidden fits, or, resuming, the checkpoint's.
+static int hidden_layer(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, int64_t S,
+                        const ann_targets *tg, const ann_resume *rs, ann_model *m)
+{
+    if (rs) {
+        memcpy(m->W, rs->state, (size_t)(o->neurons * (d->X.cols + 1)) * sizeof(double));
+        m->failed = rs->failed;
+        return DS_OK;
+    }
+    void *zd = NULL;
+    int rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg->z, (size_t)d->X.rows * sizeof(double)));
+    ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
+    ctx_beat(ctx, "ann: the hidden neurons' fits");
+    if (rc == DS_OK)
+        rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
+    if (zd)
+        ctx->be->free(ctx, zd);
+    return rc;
+}
+
 int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t)
 {
     const ann_ops *ops = ctx->be->ann;
@@ -253,22 +334,26 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
     const size_t rb = (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double);
     ann_targets tg = {malloc(rb), malloc(rb), 1, 0};
-    void *zd = NULL, *tcd = NULL, *Wd = NULL;
+    ann_resume rs = {0};
+    const int resume = o->ckpt && o->ckpt->restart;
+    void *tcd = NULL, *Wd = NULL;
     int rc = m->W && m->V && tg.z && tg.tc ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = targets_make(ctx, d, o, m, &tg);
+    if (rc == DS_OK && resume)
+        rc = ann_ckpt_read(ctx, o, n, gram_size(K + 1 + m->outputs), d->rows_global, &rs);
     if (rc == DS_OK)
         rc = ctx_agree(ctx, ctx->be->sync(ctx));
     MPI_Barrier(ctx->comm);  // the phases start together; the targets are set-up, not training
+    if (o->ckpt)
+        ckpt_start(ctx, o->ckpt);
     double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg.z, (size_t)d->X.rows * sizeof(double)));
-    ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
-    ctx_beat(ctx, "ann: the hidden neurons' fits");
-    if (rc == DS_OK)
-        rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
+        rc = hidden_layer(ctx, ops, d, o, S, &tg, resume ? &rs : NULL, m);
     double t1 = MPI_Wtime();
+    if (rc == DS_OK && !resume)
+        rc = ann_ckpt_fitted(ctx, o, m, d->rows_global);
     if (rc == DS_OK)
         rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
     if (rc == DS_OK)
@@ -276,16 +361,15 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     rc = ctx_agree(ctx, rc);
     ctx_beat(ctx, "ann: the output layer");
     if (rc == DS_OK)
-        rc = output_solve(ctx, ops, d, o, Wd, tcd, &tg, m, t);
+        rc = output_solve(ctx, ops, d, o, Wd, tcd, &tg, resume ? &rs : NULL, m, t);
     t->fit = t1 - t0;
     t->total = MPI_Wtime() - t0;
-    if (zd)
-        ctx->be->free(ctx, zd);
     if (Wd)
         ctx->be->free(ctx, Wd);
     if (tcd)
         ctx->be->free(ctx, tcd);
     free(tg.z), free(tg.tc);
+    ann_resume_free(&rs);
     return rc;
 }
 

@@ -32,7 +32,8 @@ typedef struct ann_metrics {
 // Trains on d (labels as doubles in d->y when o->classes > 0). Collective; m is filled on every rank
 // and holds allocations (ann_model_free) even when training fails.
 // DS_ERR_INPUT for a constant y or labels out of range, DS_ERR_USAGE for neurons > rows or a subset
-// larger than the rows.
+// larger than the rows. With o->ckpt (ann_ckpt.h): checkpoints after the hidden fits and between the
+// Gram's row chunks, DS_STOPPED after one taken on SIGTERM or SIGUSR1, and --restart's resumption.
 int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t);
 
 // Outputs for the rank's rows of d into P (host, d->X.rows × m->outputs, row-major); P may be NULL.

@@ -8,6 +8,8 @@
 
 #define ANN_TARGET 0.98  // hidden targets live in [−0.98, 0.98] before arctanh
 
+struct ds_ckpt;  // core/ckpt.h
+
 typedef struct ann_opts {
     int64_t neurons;       // K
     int64_t subset;        // rows a neuron is fitted on; 0: rows / neurons (at least 1)
@@ -15,6 +17,7 @@ typedef struct ann_opts {
     uint64_t seed;         // draws the subsets
     int classes;           // 0: regression on y; C > 0: y holds labels 0 .. C−1, C one-vs-rest outputs
     int64_t budget_bytes;  // bound on the backend memory of one exchange round or one H chunk; 0: default
+    struct ds_ckpt *ckpt;  // --checkpoint and --restart (ann_ckpt.h), or NULL
 } ann_opts;
 
 #define ANN_RIDGE_REL 1e-10

@@ -1,5 +1,6 @@
 // cmd_ann.c: `dsolve ann`: trains the least-squares network on an HDF5 input or the seed's built-in
-// problem, reports train (and test) metrics, and writes the model.
+// problem (checkpointed and resumed with --checkpoint and --restart), reports train (and test) metrics,
+// and writes the model.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/report.h"
+#include "core/ckpt.h"
 #include "core/repeat.h"
 
 static const ds_opt ann_table[] = {
@@ -31,7 +33,12 @@ static const ds_opt ann_table[] = {
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write the model: /W, /V and attributes (atomically)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "predicted against actual on the test set (else the training set)"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up training, then R timed ones; medians reported"},
-    {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda; the CPU training Gram tiles H instead)"},
+    {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda; the CPU's Gram takes chunks as large but tiles them, never storing H)"},
+    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
+     "write the training state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, after which the run stops with exit 5"},
+    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: after the hidden fits and every row chunk of H'H)"},
+    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
+     "resume from a checkpoint of the same run (the same data and settings, on any number of ranks)"},
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -47,6 +54,7 @@ static const char ann_about[] =
 typedef struct ann_run {
     ds_args args;
     ann_opts o;
+    ds_ckpt ck;  // --checkpoint, --restart
     ds_data train, test;
     int has_test;
     ann_model m;
@@ -54,6 +62,21 @@ typedef struct ann_run {
     ann_metrics mtrain, mtest;
     double *Ptest;  // the rank's test (or train) predictions, for the plot
 } ann_run;
+
+static int ann_parse_ckpt(ann_run *r, ds_msg *msg)
+{
+    const ds_args *a = &r->args;
+    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
+                      .every = opts_double(a, "checkpoint-every"), .what = "ann"};
+    if (!r->ck.path && !r->ck.restart)
+        return DS_OK;
+    if (opts_int(a, "repeat") > 1)
+        return ds_fail(msg, DS_ERR_USAGE, "--checkpoint and --restart take one training: --repeat 1");
+    if (r->ck.path)
+        DS_CHECK(h5io_output_dir_ok(r->ck.path, msg));
+    r->o.ckpt = &r->ck;
+    return DS_OK;
+}
 
 static int ann_parse(int argc, char **argv, ann_run *r, ds_msg *msg)
 {
@@ -82,7 +105,22 @@ static int ann_parse(int argc, char **argv, ann_run *r, ds_msg *msg)
         return ds_fail(msg, DS_ERR_USAGE, "--rows, --test-rows, --cols and --noise describe the built-in problem; not with --input");
     if (!opts_given(a, "input") && opts_given(a, "test"))
         return ds_fail(msg, DS_ERR_USAGE, "--test goes with --input (the built-in problem makes its own test set)");
-    return DS_OK;
+    return ann_parse_ckpt(r, msg);
+}
+
+// What a checkpoint must belong to: the training set (its source, datasets and size; the built-in
+// problem's rows, columns, seed and noise) and every setting of the training. Not the rank count, nor
+// --memory-mb (it moves the chunks' bounds: a restart with another one agrees to rounding, not bitwise).
+static uint64_t ann_fingerprint(const ann_run *r)
+{
+    const ds_args *a = &r->args;
+    const double v[] = {(double)r->o.neurons, (double)r->o.subset, r->o.ridge, (double)r->o.seed, r->o.classes,
+                        (double)r->train.rows_global, (double)r->train.X.cols, opts_double(a, "noise")};
+    uint64_t h = ckpt_hash(0, v, sizeof v);
+    const char *names[] = {r->train.source, opts_str(a, "x-dataset"), opts_str(a, "y-dataset"), opts_str(a, "labels")};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        h = ckpt_hash(h, names[i], strlen(names[i]) + 1);
+    return h;
 }
 
 static int ann_load(ds_ctx *ctx, ann_run *r)
@@ -180,8 +218,18 @@ static void metrics_json(ds_json *j, const char *prefix, const ann_metrics *m, i
     snprintf(k, sizeof k, "%s_accuracy", prefix), json_num(j, k, valid ? m->accuracy : nan);
 }
 
+// The model's bytes (W, then V), FNV-1a, as 16 hex digits into buf: equal digests, bitwise equal models.
+static const char *ann_digest(const ann_model *m, char buf[20])
+{
+    uint64_t h = ckpt_hash(0, m->W, (size_t)(m->neurons * (m->n + 1)) * sizeof(double));
+    h = ckpt_hash(h, m->V, (size_t)((m->neurons + 1) * m->outputs) * sizeof(double));
+    snprintf(buf, 20, "%016llx", (unsigned long long)h);
+    return buf;
+}
+
 static void ann_json(const ds_ctx *ctx, const ann_run *r, double total)
 {
+    char digest[20];
     ds_json j;
     json_begin(&j);
     json_int(&j, "rows", r->train.rows_global);
@@ -209,6 +257,7 @@ static void ann_json(const ds_ctx *ctx, const ann_run *r, double total)
     json_int(&j, "failed_neurons", r->m.failed);
     json_num(&j, "y_scale", r->m.y_scale);
     json_num(&j, "y_shift", r->m.y_shift);
+    json_str(&j, "weights_digest", ann_digest(&r->m, digest));
     json_str(&j, "output", opts_str(&r->args, "output") ? opts_str(&r->args, "output") : "");
     json_end(&j, stdout);
 }
@@ -250,6 +299,8 @@ static int ann_body(ds_ctx *ctx, ann_run *r, const char *cmdline)
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = ann_load(ctx, r);
+    if (rc == DS_OK && r->o.ckpt)
+        r->ck.fingerprint = ann_fingerprint(r);
     if (rc == DS_OK)
         rc = ann_timed(ctx, r);
     if (rc == DS_OK)

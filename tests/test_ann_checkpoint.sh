@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# test_ann_checkpoint.sh: ann's checkpoints and restarts, on the built-in problem (100 000 rows, 400
+# neurons; --memory-mb 8 makes the Gram pass 20 row chunks a rank on 2 ranks, a safe point between each).
+#   SIGUSR1 to mpirun, or SIGTERM to the ranks   a checkpoint, exit 5, no temporary file left
+#   SIGKILL at a random point (checkpoints at every safe point)   the last checkpoint stays whole
+#   --restart on the same ranks   the uninterrupted run's model, bitwise (weights_digest)
+#   --restart on other rank counts, and a restart of such a restart   W bitwise (the checkpoint's), V
+#       within 1e-3 and the training rmse within 1e-5, relative: the Gram's sums are taken in another
+#       order, and the output solve amplifies that rounding as it does between uninterrupted runs (on
+#       this problem their V differ by 4e-5 to 7e-5 and their rmse by about 1e-6 between 1, 2 and 3
+#       ranks, their W not at all; restarted runs differ from them by as much)
+#   a checkpoint of another run, a missing one, or --checkpoint with --repeat   exit 3, exit 2
+# Usage: test_ann_checkpoint.sh DSOLVE MPIEXEC [BACKEND [RANKS]] (default cpu, 2 ranks). Needs python3
+# with numpy and h5py.
+set -u
+dsolve=$(realpath "$1")
+mpiexec=${2:-mpirun}
+backend=${3:-cpu}
+np=${4:-2}
+source "$(dirname "$(realpath "$0")")/cli_lib.sh"
+[ "$backend" = cpu ] || cli_gpus_or_skip "test_ann_checkpoint $backend" "$np"  # one GPU a rank, or skipped
+cli_cmd=(ann --rows 100000 --test-rows 1000 --neurons 400 --memory-mb 8)
+# On a GPU the pass takes milliseconds: more rows and neurons, and the checkpoints' writes (16 MB each)
+# keep it running long enough for a signal to find it.
+[ "$backend" = cpu ] || cli_cmd=(ann --rows 1000000 --test-rows 1000 --neurons 1000 --memory-mb 200)
+cli_backend=$backend
+cli_timeout=120
+
+# field FILE KEY: one value of a --json output.
+field() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+
+# interrupted NAME SIGNAL: a run on np ranks checkpointing at every safe point, SIGNAL sent at a random
+# moment after the first checkpoint exists; $rc its exit status.
+interrupted() {
+    local name=$1 sig=$2
+    rm -f ck.h5 ck.h5.part*
+    "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$backend" --checkpoint ck.h5 --checkpoint-every 0 \
+        --json >out.txt 2>err.txt &
+    local job=$!
+    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.05; done
+    if [ "$backend" = cpu ]; then sleep "0.$((RANDOM % 5))"; else sleep "0.0$((RANDOM % 10))"; fi
+    # SIGUSR1 to mpirun, which passes it on to the ranks (as in test_checkpoint.sh); others to the ranks.
+    if [ "$sig" = USR1 ] && [ "$backend" = cpu ]; then kill -USR1 "$job"
+    else pkill -"$sig" -f "^$dsolve ${cli_cmd[*]} --backend $backend --checkpoint ck.h5"; fi
+    wait "$job"
+    rc=$?
+    # (SIGKILL may strike inside a write: its temporary file stays, the last whole checkpoint with it.)
+    if [ "$sig" != KILL ] && compgen -G "ck.h5.part*" >/dev/null; then bad "$name: left $(ls ck.h5.part*)"; fi
+    rm -f ck.h5.part*
+}
+
+# stopped NAME: the interrupted run ended with exit 5 and its one line (shown: where it stopped).
+stopped() {
+    echo "  $1: $(grep -o "stopped on a signal after [^;]*" err.txt)"
+    if [ "$rc" -ne 5 ] || ! grep -q "stopped on a signal after .*; resume with --restart ck.h5" err.txt; then
+        bad "$1: exit $rc, want 5; $(grep dsolve err.txt | head -2)"
+    else ok; fi
+}
+
+# same_model NAME OUT.h5: OUT.h5's W bitwise equal to ref.h5's, its V within 1e-3 relative.
+same_model() {
+    if "$py" - "$2" ref.h5 <<'EOF'; then ok; else bad "$1: the model differs from the uninterrupted run's"; fi
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+W, V = np.array_equal(a["W"][()], b["W"][()]), np.abs(a["V"][()] - b["V"][()]).max() / np.abs(b["V"][()]).max()
+print(f"  model against the uninterrupted run's: W {'bitwise equal' if W else 'DIFFERS'}, V max difference {V:.2e} relative")
+sys.exit(0 if W and V <= 1e-3 else 1)
+EOF
+}
+
+# resumed NAME NP [OPT...]: --restart ck.h5 on NP ranks ends 0 with the uninterrupted run's model:
+# bitwise on np ranks, else as same_model says, with its training rmse within 1e-5.
+resumed() {
+    local name=$1 n=$2
+    shift 2
+    run "$n" --restart ck.h5 --output out.h5 --json "$@"
+    if [ "$rc" -ne 0 ]; then bad "$name: restart on $n ranks: exit $rc: $(grep dsolve err.txt | head -2)"; return; fi
+    if [ "$n" -eq "$np" ]; then
+        [ "$(field out.txt weights_digest)" = "$(field ref.json weights_digest)" ] && ok ||
+            bad "$name: restart on $n ranks: the model differs from the uninterrupted run's (rmse $(field out.txt train_rmse), want $(field ref.json train_rmse))"
+        return
+    fi
+    same_model "$name: restart on $n ranks" out.h5
+    "$py" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 1e-5 * abs(b))" \
+        "$(field out.txt train_rmse)" "$(field ref.json train_rmse)" && ok ||
+        bad "$name: restart on $n ranks: rmse $(field out.txt train_rmse), uninterrupted $(field ref.json train_rmse)"
+}
+
+run "$np" --output ref.h5 --json
+cp out.txt ref.json
+[ "$rc" -eq 0 ] || bad "the uninterrupted run: exit $rc: $(grep dsolve err.txt | head -2)"
+
+interrupted usr1 USR1
+stopped usr1
+[ -e ck.h5 ] && ok || bad "usr1: no checkpoint written"
+others=("$np")
+[ "$backend" != cpu ] || others=("$np" 1 3)  # one GPU a rank: the GPU machine may have one
+for n in "${others[@]}"; do resumed usr1 "$n"; done
+if [ "$backend" = cpu ]; then
+    # A restart on 3 ranks, itself stopped, resumed on 1: spans left by the 2-rank run within 3 new blocks.
+    rm -f ck3.h5
+    "$mpiexec" -np 3 "$dsolve" "${cli_cmd[@]}" --backend cpu --restart ck.h5 --checkpoint ck3.h5 \
+        --checkpoint-every 0 --json >out.txt 2>err.txt &
+    job=$!
+    for _ in $(seq 300); do [ -e ck3.h5 ] && break; sleep 0.05; done
+    kill -USR1 "$job"
+    wait "$job"
+    rc=$?
+    if [ "$rc" -eq 5 ]; then
+        mv ck3.h5 ck.h5
+        resumed "usr1, then 3 ranks" 1
+    elif [ "$rc" -eq 0 ]; then ok  # it had a chunk or two left: nothing to stop
+    else bad "restart on 3 ranks, stopped: exit $rc: $(grep dsolve err.txt | head -2)"; fi
+fi
+
+interrupted term TERM
+stopped term
+resumed term "$np"
+
+interrupted kill KILL
+[ "$rc" -ne 0 ] && ok || bad "kill: exit 0: finished before the signal"
+if [ -e ck.h5 ]; then resumed kill "$np"; else bad "kill: no checkpoint"; fi
+
+# A checkpoint of another run (other settings, other data), a missing one, and usage errors.
+expect 3 "ck.h5: /fingerprint: a checkpoint of another run" "$np" --neurons 399 --restart ck.h5
+expect 3 "ck.h5: /fingerprint: a checkpoint of another run" "$np" --seed 1 --restart ck.h5
+expect 3 "nope.h5" "$np" --restart nope.h5
+expect 2 "one training" 1 --repeat 2 --checkpoint ck2.h5
+finish test_ann_checkpoint
