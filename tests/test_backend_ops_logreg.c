@@ -1,18 +1,21 @@
 // test_backend_ops_logreg.c: test_backend_ops's case of lr_ops's row pass (logreg/logreg.h): its
-// gradient, loss and count, on f32 and f64 sets and on f32 shapes that take the CUDA backend's fused
-// pass, partial tiles and its fallback, against the CPU backend (gpu mode) or the loops here. The other
+// gradient (read back from its fixed-point digits), loss (from its blocks' slots) and count, on f32 and
+// f64 sets and on f32 shapes that take the CUDA backend's fused pass, partial tiles and its fallback,
+// against the CPU backend (gpu mode) or the loops here. The other
 // ops are in test_backend_ops_logreg_steps.c. Every op runs inside the ops' own open and close.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend_ops.h"
+#include "core/exactsum.h"
 #include "logreg/logreg.h"
 
 int ops_lr_open(ds_ctx *c, lr_work *w, int64_t rows_max, int64_t cols, int64_t K, int model, int f32)
 {
-    *w = (lr_work){
-        .rows_max = rows_max, .cols = cols, .classes = K, .model = model, .f32 = f32, .l2 = 1e-3, .inv_n = 1e-2};
+    const int64_t rb = logreg_block_rows(rows_max);
+    *w = (lr_work){.rows_max = rows_max, .cols = cols, .classes = K, .model = model, .f32 = f32, .l2 = 1e-3,
+                   .inv_n = 1e-2, .block_rows = rb, .blocks = (rows_max + rb - 1) / rb};
     return ops_ran(c, c->be->logreg->open(c, w), "logreg.open");
 }
 
@@ -28,28 +31,56 @@ typedef struct pass_in {
     double *W;
 } pass_in;
 
+// The work for in on c, opened, with the fixed point of in's rows (their own column maxima: the sums
+// here are the rank's).
+static int pass_open(ds_ctx *c, const pass_in *in, ops_mem *m, ops_mem *h, lr_work *w)
+{
+    const int64_t rb = logreg_block_rows(in->m), D = in->cols;
+    *w = (lr_work){.rows_max = in->rows, .cols = D, .classes = in->K, .model = in->model, .f32 = in->X.f32,
+                   .l2 = 1e-3, .inv_n = 1e-2, .block_rows = rb, .blocks = (in->m + rb - 1) / rb};
+    double *xmax = ops_new(h, (size_t)D * 8), *fix = ops_new(h, (size_t)(2 * D) * 8);
+    for (int64_t i = 0; i < in->rows; i++)
+        for (int64_t j = 0; j < D; j++)
+            xmax[j] = fmax(xmax[j], fabs(in->X.d[i * D + j]));
+    w->fix_lo = logreg_fix_scales(xmax, D, in->m, fix);
+    w->fix = ops_put(m, fix, (size_t)(2 * D) * 8);
+    return ops_ran(c, c->be->logreg->open(c, w), "logreg.open");
+}
+
+// The pass on c, its gbuf read back as [Xᵀ(P − Y) (the digits joined) | Σ loss (the slots in order) |
+// correct] in gbuf (dk + 2 doubles).
 static int pass_on(ds_ctx *c, const pass_in *in, int grad, double *gbuf)
 {
     const int64_t dk = in->cols * in->K;
     lr_set s;
     lr_work w = {0};
-    ops_mem m = {c};
+    ops_mem m = {c}, h = {NULL};
     int rc = ops_ran(c, logreg_set_alloc(c, &s, in->rows, in->cols, in->X.f32), "logreg_set_alloc");
     if (rc == DS_OK) {
         s.rows_global = in->m, s.row0 = 0;
         ops_upload(c, s.X, in->X.raw, ops_arr_bytes(&in->X));
         ops_upload(c, s.labels, in->labels, (size_t)in->rows * sizeof(int32_t));
-        rc = ops_lr_open(c, &w, in->rows, in->cols, in->K, in->model, in->X.f32);
+        rc = pass_open(c, in, &m, &h, &w);
     }
     if (rc == DS_OK) {
+        const int64_t len = logreg_gbuf_len(&w);
+        double *raw = ops_new(&h, (size_t)len * 8), *fix = ops_new(&h, (size_t)(2 * in->cols) * 8);
         const double *W = ops_put(&m, in->W, (size_t)dk * 8);
-        double *gb = ops_put(&m, gbuf, (size_t)(dk + 2) * 8);
+        double *gb = ops_put(&m, raw, (size_t)len * 8);  // zeros: the digits a pass without grad leaves
         rc = ops_ran(c, c->be->logreg->pass(c, &w, &s, W, grad, gb), "logreg.pass");
-        ops_get(&m, gbuf, gb, (size_t)(dk + 2) * 8);
+        ops_get(&m, raw, gb, (size_t)len * 8);
+        ops_get(&m, fix, w.fix, (size_t)(2 * in->cols) * 8);
+        for (int64_t i = 0; i < dk; i++)
+            gbuf[i] = exactsum_join(raw[i], raw[dk + i], fix[i / in->K], w.fix_lo);
+        gbuf[dk] = 0.0;
+        for (int64_t b = 0; b < w.blocks; b++)
+            gbuf[dk] += raw[2 * dk + b];
+        gbuf[dk + 1] = raw[2 * dk + w.blocks];
     }
     c->be->logreg->close(c, &w);
     logreg_set_free(c, &s);
     ops_release(&m);
+    ops_release(&h);
     return rc;
 }
 

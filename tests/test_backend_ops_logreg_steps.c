@@ -1,11 +1,13 @@
-// test_backend_ops_logreg_steps.c: test_backend_ops's cases of lr_ops's finish and the optimisers'
-// vector steps (logreg/logreg.h): gd, nesterov, lbfgs_dir, axpy and lbfgs_accept, against the CPU
-// backend (gpu mode) or the loops here, each inside the ops' own open and close.
+// test_backend_ops_logreg_steps.c: test_backend_ops's cases of lr_ops's finish (the gradient's
+// fixed-point digits joined, the blocks' loss slots summed in order) and the optimisers' vector steps
+// (logreg/logreg.h): gd, nesterov, lbfgs_dir, axpy and lbfgs_accept, against the CPU backend (gpu mode)
+// or the loops here, each inside the ops' own open and close.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend_ops.h"
+#include "core/exactsum.h"
 #include "logreg/logreg.h"
 
 // ---------------------------------------------------------------------------------------------------
@@ -19,16 +21,18 @@ static void vec_text(const lr_work *w, const char *extra, char *buf, size_t len)
     snprintf(buf, len, "%lld x %lld%s", (long long)w->cols, (long long)w->classes, extra);
 }
 
-static int finish_on(ds_ctx *c, const lr_work *shape, const double *gbuf, const double *W, int hist, double *g,
-                     double *out)
+// gbuf: logreg_gbuf_len(shape) doubles; fix: 2·cols (lr_work.fix's layout).
+static int finish_on(ds_ctx *c, const lr_work *shape, const double *gbuf, const double *fix, const double *W, int hist,
+                     double *g, double *out)
 {
-    const int64_t dk = shape->cols * shape->classes;
+    const int64_t dk = shape->cols * shape->classes, len = logreg_gbuf_len(shape);
     lr_work w;
     ops_mem m = {c};
     int rc = ops_lr_open(c, &w, 1, shape->cols, shape->classes, LR_SOFTMAX, 0);
-    w.l2 = shape->l2, w.inv_n = shape->inv_n;
+    w.l2 = shape->l2, w.inv_n = shape->inv_n, w.blocks = shape->blocks, w.fix_lo = shape->fix_lo;
     if (rc == DS_OK) {
-        const double *gb = ops_put(&m, gbuf, (size_t)(dk + 2) * 8), *Wd = ops_put(&m, W, (size_t)dk * 8);
+        const double *gb = ops_put(&m, gbuf, (size_t)len * 8), *Wd = ops_put(&m, W, (size_t)dk * 8);
+        w.fix = ops_put(&m, fix, (size_t)(2 * shape->cols) * 8);
         double *gd = ops_new(&m, (size_t)dk * 8), *od = ops_new(&m, 3 * 8);
         rc = ops_ran(c, c->be->logreg->finish(c, &w, gb, Wd, gd, od, hist ? od + 2 : NULL), "logreg.finish");
         ops_get(&m, g, gd, (size_t)dk * 8);
@@ -39,31 +43,54 @@ static int finish_on(ds_ctx *c, const lr_work *shape, const double *gbuf, const 
     return rc;
 }
 
-// g = gbuf·inv_n + l2·W and out = (objective, accuracy) with the bias row out of the penalty, relative,
-// tol 4·(dk + 2)·u; hist (when given) the bits of out[0].
+// Random digits (high up to 2^40, low up to 2^30), scales 2^(30 .. 36), loss slots and a count.
+static void finish_inputs(ops_run *r, const lr_work *w, double *gbuf, double *fix)
+{
+    const int64_t dk = w->cols * w->classes, len = logreg_gbuf_len(w);
+    ops_fill(r, gbuf, len, -1, 1, 1);
+    for (int64_t i = 0; i < dk; i++) {
+        gbuf[i] = rint(gbuf[i] * 0x1p40);
+        gbuf[dk + i] = rint(gbuf[dk + i] * 0x1p30);
+    }
+    for (int64_t b = 0; b < w->blocks; b++)
+        gbuf[2 * dk + b] = fabs(gbuf[2 * dk + b]) * 50;
+    gbuf[len - 1] = floor(fabs(gbuf[len - 1]) * 500);
+    for (int64_t j = 0; j < w->cols; j++) {
+        fix[j] = ldexp(1.0, 30 + (int)(j % 7));
+        fix[w->cols + j] = 1.0 / fix[j];
+    }
+}
+
+// g = the digits joined·inv_n + l2·W and out = (objective, accuracy) with the bias row out of the
+// penalty and the loss slots summed in order, relative, tol 4·(dk + blocks + 2)·u; hist (when given)
+// the bits of out[0].
 void case_lr_finish(ops_run *r)
 {
     for (int s = 0; s < NVEC; s++) {
-        lr_work w = {.cols = vec_shapes[s][0], .classes = vec_shapes[s][1], .l2 = 1e-3 * (s + 1), .inv_n = 1.0 / 997};
-        const int64_t dk = w.cols * w.classes, reg = (w.cols - 1) * w.classes;
+        lr_work w = {.cols = vec_shapes[s][0], .classes = vec_shapes[s][1], .l2 = 1e-3 * (s + 1), .inv_n = 1.0 / 997,
+                     .blocks = 1 + 3 * s, .fix_lo = exactsum_lo(997)};
+        const int64_t dk = w.cols * w.classes, reg = (w.cols - 1) * w.classes, len = logreg_gbuf_len(&w);
         ops_mem h = {NULL};
-        double *gbuf = ops_new(&h, (size_t)(dk + 2) * 8), *W = ops_new(&h, (size_t)dk * 8);
+        double *gbuf = ops_new(&h, (size_t)len * 8), *W = ops_new(&h, (size_t)dk * 8);
+        double *fix = ops_new(&h, (size_t)(2 * w.cols) * 8);
         double *g = ops_new(&h, (size_t)dk * 8), *wg = ops_new(&h, (size_t)dk * 8), out[3] = {0}, wout[3] = {0};
-        ops_fill(r, gbuf, dk + 2, -50, 50, 1);
+        finish_inputs(r, &w, gbuf, fix);
         ops_fill(r, W, dk, -1, 1, 1);
-        gbuf[dk] = fabs(gbuf[dk]) * 10, gbuf[dk + 1] = floor(fabs(gbuf[dk + 1]) * 10);
         const int hist = s % 2;
-        int st = finish_on(r->dut, &w, gbuf, W, hist, g, out);
+        int st = finish_on(r->dut, &w, gbuf, fix, W, hist, g, out);
         if (r->cpu) {
-            st |= finish_on(r->cpu, &w, gbuf, W, hist, wg, wout);
+            st |= finish_on(r->cpu, &w, gbuf, fix, W, hist, wg, wout);
         } else {
-            double ww = 0.0;
+            double ww = 0.0, loss = 0.0;
             for (int64_t i = 0; i < dk; i++) {
-                wg[i] = gbuf[i] * w.inv_n + (i < reg ? w.l2 * W[i] : 0.0);
+                const double sum = gbuf[i] / fix[i / w.classes] + gbuf[dk + i] / (fix[i / w.classes] * w.fix_lo);
+                wg[i] = sum * w.inv_n + (i < reg ? w.l2 * W[i] : 0.0);
                 ww += i < reg ? W[i] * W[i] : 0.0;
             }
-            wout[0] = gbuf[dk] * w.inv_n + 0.5 * w.l2 * ww;
-            wout[1] = gbuf[dk + 1] * w.inv_n;
+            for (int64_t b = 0; b < w.blocks; b++)
+                loss += gbuf[2 * dk + b];
+            wout[0] = loss * w.inv_n + 0.5 * w.l2 * ww;
+            wout[1] = gbuf[len - 1] * w.inv_n;
             wout[2] = hist ? wout[0] : 0.0;
         }
         double err = fmax(ops_err_rel(g, wg, dk), fmax(ops_err_rel(out, wout, 1), ops_err_rel(out + 1, wout + 1, 1)));
@@ -71,7 +98,7 @@ void case_lr_finish(ops_run *r)
             err = fmax(err, ops_err_bytes(out + 2, out, 1, 8) > 0 ? INFINITY : 0.0);
         char shape[64];
         vec_text(&w, hist ? ", hist" : "", shape, sizeof shape);
-        ops_report(r, "logreg.finish", shape, "f64", err, 4.0 * (double)(dk + 2) * OPS_U64, st);
+        ops_report(r, "logreg.finish", shape, "f64", err, 4.0 * (double)(dk + w.blocks + 2) * OPS_U64, st);
         ops_release(&h);
     }
 }

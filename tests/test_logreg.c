@@ -1,9 +1,10 @@
 // test_logreg.c: logistic regression on fresh random data (seed printed; DSOLVE_TEST_SEED replays it).
 //   test_logreg cpu: the CPU ops against a plain reference written here (objective and gradient at a
 //     random W, gd and Nesterov iterates), and the distributed run over all ranks against one rank
-//     holding every row (rank-count independence) for every optimiser, model and precision.
+//     holding every row for every optimiser, model and precision: the same bits (rank-count independence).
 //   test_logreg gpu: training on the CUDA ops against training on the CPU ops over the same ranks, for
-//     every optimiser, model and precision; exits 77 (skipped) where the ranks have no GPU of their own.
+//     every optimiser, model and precision, and against the CUDA ops with every row on rank 0 (the same
+//     bits); exits 77 (skipped) where the ranks have no GPU of their own.
 //     The ops one by one (the pass on the fused f32 shapes among them) are test_backend_ops's.
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,8 @@ static void make_set(ds_ctx *ctx, int64_t row0, int64_t rows, int f32, lr_set *s
 
 static void make_local(ds_ctx *ctx, int f32, lr_set *s)
 {
-    int64_t base = M / ctx->nranks, extra = M % ctx->nranks;
-    int64_t rows = base + (ctx->rank < extra), row0 = ctx->rank * base + (ctx->rank < extra ? ctx->rank : extra);
+    int64_t row0 = 0, rows = 0;
+    logreg_partition(M, ctx->nranks, ctx->rank, &row0, &rows);
     make_set(ctx, row0, rows, f32, s);
 }
 
@@ -108,24 +109,43 @@ static void random_w(double *W, uint64_t stream)
         W[i] = rng_uniform(seed_, stream, (uint64_t)i) - 0.5;
 }
 
+// The work's fixed point (logreg.c's lr_fix, from the generated rows' column maxima) in fix (backend).
+static void fix_on(ds_ctx *ctx, lr_work *w, double *fix)
+{
+    double xmax[D] = {0}, x[D], host[2 * D];
+    for (int64_t i = 0; i < M; i++) {
+        int32_t y;
+        make_row(i, x, &y);
+        for (int j = 0; j < D; j++)
+            xmax[j] = fabs(x[j]) > xmax[j] ? fabs(x[j]) : xmax[j];
+    }
+    w->fix_lo = logreg_fix_scales(xmax, D, M, host);
+    CHECK(ctx->be->upload(ctx, fix, host, sizeof host) == DS_OK, "upload fix");
+    w->fix = fix;
+}
+
 // The CPU ops' pass + allreduce + finish at a random W against ref_eval.
 static void test_eval_vs_ref(ds_ctx *ctx, int model, int f32)
 {
     lr_set s;
     make_local(ctx, f32, &s);
     lr_opts o = {.model = model, .classes = K, .l2 = 0.01};
-    lr_work w = {.rows_max = s.rows, .cols = D, .classes = K, .model = model, .f32 = f32, .l2 = o.l2, .inv_n = 1.0 / M};
-    double W[DK], g[DK], gref[DK], gbuf[DK + 2], out[2];
+    lr_work w;
+    logreg_work_init(&w, &s, &o);
+    const int64_t len = logreg_gbuf_len(&w);
+    double W[DK], g[DK], gref[DK], out[2], *gbuf = calloc((size_t)len, sizeof(double)), fix[2 * D];
     random_w(W, 7);
     CHECK(ctx->be->logreg->open(ctx, &w) == DS_OK, "open");
+    fix_on(ctx, &w, fix);
     ctx->be->logreg->pass(ctx, &w, &s, W, 1, gbuf);
-    ctx->be->allreduce_sum(ctx, gbuf, DK + 2);
+    ctx->be->allreduce_sum(ctx, gbuf, len);
     ctx->be->logreg->finish(ctx, &w, gbuf, W, g, out, NULL);
     ctx->be->logreg->close(ctx, &w);
     const double f = ref_eval(W, model, o.l2, gref), tol = f32 ? 1e-5 : 1e-12;
     CHECK(fabs(out[0] - f) <= tol * fabs(f), "model %d f32 %d: objective %.15g, reference %.15g", model, f32, out[0], f);
     const double d = test_rel_diff(g, gref, DK);
     CHECK(d <= (f32 ? 1e-4 : 1e-11), "model %d f32 %d: gradient differs from the reference by %.3e", model, f32, d);
+    free(gbuf);
     logreg_set_free(ctx, &s);
 }
 
@@ -168,16 +188,31 @@ static void test_first_order_vs_ref(ds_ctx *ctx, int optimizer, int model)
     logreg_set_free(ctx, &s);
 }
 
-// Trains the same problem on ctx (rows spread over its ranks) and returns the result.
-static void train_on(ds_ctx *ctx, int all_rows, const lr_opts *o, int f32, lr_result *res)
+// Where the rows are: spread over the ranks (logreg_partition), all on every rank (a context of one
+// rank), or all on rank 0 and none on the others (the sums must not see the difference).
+enum { ROWS_SPREAD, ROWS_ALL, ROWS_FIRST };
+
+// Trains the same problem on ctx with the rows placed as `where` says and returns the result.
+static void train_on(ds_ctx *ctx, int where, const lr_opts *o, int f32, lr_result *res)
 {
     lr_set s;
-    if (all_rows)
+    if (where == ROWS_ALL || (where == ROWS_FIRST && ctx->rank == 0))
         make_set(ctx, 0, M, f32, &s);
+    else if (where == ROWS_FIRST)
+        make_set(ctx, 0, 0, f32, &s);
     else
         make_local(ctx, f32, &s);
     CHECK(logreg_train(ctx, &s, o, res) == DS_OK, "train on %s: %s", ctx->be->name, ctx->msg.text);
     logreg_set_free(ctx, &s);
+}
+
+// The bits of a and b: weights and objective history.
+static void same_bits(const lr_result *a, const lr_result *b, const char *what, const lr_opts *o, int f32)
+{
+    CHECK(a->iters == b->iters && memcmp(a->W, b->W, sizeof(double) * DK) == 0 &&
+              memcmp(a->loss, b->loss, sizeof(double) * (size_t)(a->iters + 1)) == 0,
+          "%s (opt %d model %d f32 %d): not the same bits (objective %.17g against %.17g)", what, o->optimizer,
+          o->model, f32, a->loss[a->iters], b->loss[b->iters]);
 }
 
 // a (the distributed or device run) against b (one rank, or the CPU): objective history and weights.
@@ -208,19 +243,22 @@ static void test_cpu(ds_ctx *world, ds_ctx *self)
         test_first_order_vs_ref(world, LR_NESTEROV, model);
     }
     for (int opt = 0; opt <= 2; opt++)
-        for (int f32 = 0; f32 <= 1; f32++) {
-            lr_opts o = {.model = opt == 1 ? LR_OVR : LR_SOFTMAX, .optimizer = opt, .iters = 25, .classes = K, .lr = 0.5, .l2 = 1e-3};
-            lr_result a, b = {0};
-            train_on(world, 0, &o, f32, &a);
+        for (int cfg = 0; cfg < 4; cfg++) {
+            const int f32 = cfg % 2, model = cfg / 2 ? LR_OVR : LR_SOFTMAX;
+            lr_opts o = {.model = model, .optimizer = opt, .iters = 25, .classes = K, .lr = 0.5, .l2 = 1e-3};
+            lr_result a, b = {0}, c;
+            train_on(world, ROWS_SPREAD, &o, f32, &a);
+            train_on(world, ROWS_FIRST, &o, f32, &c);
+            same_bits(&a, &c, "ranks against rank 0 holding every row", &o, f32);
             if (world->rank == 0) {
-                train_on(self, 1, &o, f32, &b);
-                // f32 sums in another order differ by ~1e-7; L-BFGS's curvature pairs amplify that.
-                compare_runs(&a, &b, f32 ? (opt == LR_LBFGS ? 1e-3 : 1e-5) : 1e-11, "ranks against one rank", &o, f32);
+                train_on(self, ROWS_ALL, &o, f32, &b);
+                same_bits(&a, &b, "ranks against one rank", &o, f32);
                 if (opt == LR_LBFGS)
                     CHECK(a.loss[a.iters] < 0.9 * a.loss[0], "lbfgs: objective %.6g from %.6g", a.loss[a.iters], a.loss[0]);
             }
             logreg_result_free(&a);
             logreg_result_free(&b);
+            logreg_result_free(&c);
         }
 }
 
@@ -230,13 +268,16 @@ static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
         for (int model = 0; model <= 1; model++)
             for (int f32 = 0; f32 <= 1; f32++) {
                 lr_opts o = {.model = model, .optimizer = opt, .iters = 30, .classes = K, .lr = 0.5, .l2 = 1e-3};
-                lr_result a, b;
-                train_on(gpu, 0, &o, f32, &a);
-                train_on(cpu, 0, &o, f32, &b);
+                lr_result a, b, c;
+                train_on(gpu, ROWS_SPREAD, &o, f32, &a);
+                train_on(cpu, ROWS_SPREAD, &o, f32, &b);
                 const double tol = opt == LR_LBFGS ? (f32 ? 3e-3 : 1e-8) : (f32 ? 1e-4 : 1e-9);
                 compare_runs(&a, &b, tol, "cuda against cpu", &o, f32);
+                train_on(gpu, ROWS_FIRST, &o, f32, &c);  // the GPU's bits do not depend on the ranks either
+                same_bits(&a, &c, "cuda: ranks against rank 0 holding every row", &o, f32);
                 logreg_result_free(&a);
                 logreg_result_free(&b);
+                logreg_result_free(&c);
             }
 }
 

@@ -1,10 +1,12 @@
-// logreg.cu: logistic regression's kernels: the fused pass over the rows (softmax or sigmoids minus the
-// one-hot target, loss and correct counts per block), the fixed-order reduction of its partials, and the
-// optimisers' updates. The updates of the cols·classes parameters run in one CTA each, so that the dot
-// products they need (restart test, two-loop recursion, curvature pair) never leave the device; every
-// thread of the CTA touches only its own elements between reductions.
+// logreg.cu: logistic regression's kernels: the pass over the rows (softmax or sigmoids minus the
+// one-hot target, loss and correct counts per unit of rows), the blocks' losses from the units', the
+// exact (fixed-point, core/exactsum.h) sums of the gradient's partials, the column maxima the fixed
+// point is scaled by, and the optimisers' updates. The updates of the cols·classes parameters run in one
+// CTA each, so that the dot products they need (restart test, two-loop recursion, curvature pair) never
+// leave the device; every thread of the CTA touches only its own elements between reductions.
 #include "logreg/logreg_kernels.h"
 #include "common/reduce.cuh"
+#include "core/exactsum.h"
 
 namespace {
 
@@ -47,15 +49,18 @@ __device__ double row_pass(T *z, int K, int label, int model, int *correct)
     return loss;
 }
 
+// CTA u: the rows [u·unit, min(n, (u + 1)·unit)), a thread each; partials[2u], [2u + 1] their Σ loss and
+// Σ correct, in a fixed order (the unit's bits do not depend on which launch or rank computes it).
 template <typename T>
-__global__ void k_rows(T *Z, const int32_t *labels, int64_t n, int K, int model, double *partials)
+__global__ void k_rows(T *Z, const int32_t *labels, int64_t n, int K, int model, int64_t unit, double *partials)
 {
     __shared__ double s_red[32];
     double loss = 0, correct = 0;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t i = blockIdx.x * unit + threadIdx.x;
+    if (threadIdx.x < unit && i < n) {
         int ok = 0;
-        loss += row_pass(Z + i * K, K, labels[i], model, &ok);
-        correct += ok;
+        loss = row_pass(Z + i * K, K, labels[i], model, &ok);
+        correct = ok;
     }
     loss = block_sum(loss, s_red);
     correct = block_sum(correct, s_red);
@@ -65,34 +70,75 @@ __global__ void k_rows(T *Z, const int32_t *labels, int64_t n, int K, int model,
     }
 }
 
-__global__ void k_reduce(const double *partials, int nblocks, const float *Gf, int64_t dk, double *gbuf)
+// slots[b] (b < blocks) = Σ loss of the units of global block b in unit order when the rank holds it
+// (local blocks b0 .. b0 + nb − 1, units_per each, the last maybe fewer: units in all), else 0;
+// slots[blocks] = Σ correct (integers: exact). One CTA.
+__global__ void k_losses(const double *partials, int64_t units, int64_t units_per, int64_t b0, int64_t nb,
+                         int64_t blocks, double *slots)
 {
     __shared__ double s_red[32];
-    double loss, correct;
-    block_sum_pairs(partials, nblocks, s_red, &loss, &correct);
-    if (Gf)
-        for (int64_t i = threadIdx.x; i < dk; i += blockDim.x)
-            gbuf[i] = Gf[i];
-    if (threadIdx.x == 0) {
-        gbuf[dk] = loss;
-        gbuf[dk + 1] = correct;
+    for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+        double sum = 0;
+        if (b >= b0 && b < b0 + nb)
+            for (int64_t u = (b - b0) * units_per; u < (b - b0 + 1) * units_per && u < units; u++)
+                sum += partials[2 * u];
+        slots[b] = sum;
+    }
+    double correct = 0;
+    for (int64_t u = threadIdx.x; u < units; u += blockDim.x)
+        correct += partials[2 * u + 1];
+    correct = block_sum(correct, s_red);
+    if (threadIdx.x == 0)
+        slots[blocks] = correct;
+}
+
+// gbuf[i], gbuf[dk + i] += the digits of Σ_p G[p·dk + i] (p < parts), i < dk = cols·K: exact.
+template <typename T>
+__global__ void k_fix_add(const T *G, int parts, int64_t dk, int K, const double *fix, double lo, double *gbuf)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < dk; i += (int64_t)gridDim.x * blockDim.x) {
+        const double s = fix[i / K];
+        double d0 = 0, d1 = 0;
+        for (int p = 0; p < parts; p++)
+            exactsum_split((double)G[(int64_t)p * dk + i], s, lo, &d0, &d1);
+        gbuf[i] += d0;
+        gbuf[dk + i] += d1;
     }
 }
 
-__global__ void k_finish(const double *gbuf, const double *W, double *g, int64_t dk, int64_t reg, double inv_n,
-                         double l2, double *out, double *hist)
+// xmax[j] = max(xmax[j], max |X[i][j]| over the rows this thread visits): the bits of non-negative
+// doubles order as the numbers do, so an integer atomicMax is the max.
+template <typename T>
+__global__ void k_colmax(const T *X, int64_t n, int64_t D, double *xmax)
+{
+    const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (j >= D)
+        return;
+    double m = 0;
+    for (int64_t i = blockIdx.y; i < n; i += gridDim.y)
+        m = fmax(m, fabs(ldx(X + i * D + j)));
+    atomicMax((unsigned long long *)(xmax + j), (unsigned long long)__double_as_longlong(m));
+}
+
+// g = digits·inv_n + l2·W; the loss is the slots' sum over the CTA in a fixed order.
+__global__ void k_finish(const double *gbuf, const double *W, double *g, int64_t dk, int64_t reg, int K,
+                         const double *fix, double lo, int64_t blocks, double inv_n, double l2, double *out,
+                         double *hist)
 {
     __shared__ double s_red[32];
-    double ww = 0;
+    double ww = 0, loss = 0;
     for (int64_t i = threadIdx.x; i < dk; i += blockDim.x) {
         const double w = i < reg ? W[i] : 0.0;
-        g[i] = gbuf[i] * inv_n + l2 * w;
+        g[i] = exactsum_join(gbuf[i], gbuf[dk + i], fix[i / K], lo) * inv_n + l2 * w;
         ww += w * w;
     }
+    for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x)
+        loss += gbuf[2 * dk + b];
     ww = block_sum(ww, s_red);
+    loss = block_sum(loss, s_red);
     if (threadIdx.x == 0) {
-        out[0] = gbuf[dk] * inv_n + 0.5 * l2 * ww;
-        out[1] = gbuf[dk + 1] * inv_n;
+        out[0] = loss * inv_n + 0.5 * l2 * ww;
+        out[1] = gbuf[2 * dk + blocks] * inv_n;
         if (hist)
             *hist = out[0];
     }
@@ -208,9 +254,9 @@ int grid_for(int64_t n, int threads)
 
 }  // namespace
 
-extern "C" int lrk_row_blocks(int64_t n)
+extern "C" int64_t lrk_unit_rows(int64_t block_rows)
 {
-    return grid_for(n, kRowThreads);
+    return block_rows < kRowThreads ? block_rows : kRowThreads;
 }
 
 extern "C" cudaError_t lrk_to_f32(float *dst, const double *src, int64_t n, cudaStream_t stream)
@@ -219,30 +265,57 @@ extern "C" cudaError_t lrk_to_f32(float *dst, const double *src, int64_t n, cuda
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t lrk_rows(void *Z, int f32, const int32_t *labels, int64_t n, int K, int model, double *partials,
-                                cudaStream_t stream)
+extern "C" cudaError_t lrk_rows(void *Z, int f32, const int32_t *labels, int64_t n, int K, int model, int64_t unit,
+                                double *partials, cudaStream_t stream)
 {
-    if (K < 1 || K > kMaxClasses)
+    if (K < 1 || K > kMaxClasses || unit < 1 || unit > kRowThreads)
         return cudaErrorInvalidValue;
-    const int blocks = lrk_row_blocks(n);
+    if (n < 1)
+        return cudaSuccess;
+    const int64_t units = ceil_div(n, unit);
     if (f32)
-        k_rows<float><<<blocks, kRowThreads, 0, stream>>>((float *)Z, labels, n, K, model, partials);
+        k_rows<float><<<(unsigned)units, kRowThreads, 0, stream>>>((float *)Z, labels, n, K, model, unit, partials);
     else
-        k_rows<double><<<blocks, kRowThreads, 0, stream>>>((double *)Z, labels, n, K, model, partials);
+        k_rows<double><<<(unsigned)units, kRowThreads, 0, stream>>>((double *)Z, labels, n, K, model, unit, partials);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t lrk_reduce(const double *partials, int nblocks, const float *Gf, int64_t dk, double *gbuf,
-                                  cudaStream_t stream)
+extern "C" cudaError_t lrk_losses(const double *partials, int64_t units, int64_t units_per, int64_t b0, int64_t nb,
+                                  int64_t blocks, double *slots, cudaStream_t stream)
 {
-    k_reduce<<<1, kOneBlock, 0, stream>>>(partials, nblocks, Gf, dk, gbuf);
+    k_losses<<<1, kOneBlock, 0, stream>>>(partials, units, units_per, b0, nb, blocks, slots);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t lrk_finish(const double *gbuf, const double *W, double *g, int64_t dk, int64_t reg, double inv_n,
-                                  double l2, double *out, double *hist, cudaStream_t stream)
+extern "C" cudaError_t lrk_fix_add(const void *G, int f32, int parts, int64_t cols, int K, const double *fix, double lo,
+                                   double *gbuf, cudaStream_t stream)
 {
-    k_finish<<<1, kOneBlock, 0, stream>>>(gbuf, W, g, dk, reg, inv_n, l2, out, hist);
+    const int64_t dk = cols * K;
+    if (f32)
+        k_fix_add<float><<<grid_for(dk, 256), 256, 0, stream>>>((const float *)G, parts, dk, K, fix, lo, gbuf);
+    else
+        k_fix_add<double><<<grid_for(dk, 256), 256, 0, stream>>>((const double *)G, parts, dk, K, fix, lo, gbuf);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t lrk_colmax(const void *X, int f32, int64_t n, int64_t D, double *xmax, cudaStream_t stream)
+{
+    cudaError_t rc = cudaMemsetAsync(xmax, 0, (size_t)D * sizeof(double), stream);
+    if (rc != cudaSuccess || n < 1)
+        return rc;
+    const dim3 grid((unsigned)ceil_div(D, 256), (unsigned)(n < 64 ? n : 64));
+    if (f32)
+        k_colmax<float><<<grid, 256, 0, stream>>>((const float *)X, n, D, xmax);
+    else
+        k_colmax<double><<<grid, 256, 0, stream>>>((const double *)X, n, D, xmax);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t lrk_finish(const double *gbuf, const double *W, double *g, int64_t dk, int64_t reg, int K,
+                                  const double *fix, double lo, int64_t blocks, double inv_n, double l2, double *out,
+                                  double *hist, cudaStream_t stream)
+{
+    k_finish<<<1, kOneBlock, 0, stream>>>(gbuf, W, g, dk, reg, K, fix, lo, blocks, inv_n, l2, out, hist);
     return cudaGetLastError();
 }
 

@@ -2,10 +2,11 @@
 // range of rows in tiles of kTile rows kept in shared memory; per tile it forms the logits X_t·W (a
 // warp per kRowsPerWarp rows, W in shared memory), P − Y for those rows, and adds X_tᵀ·(P − Y) to the
 // CTA's share of the gradient (a thread per column, all classes in registers). The two products of the
-// unfused pass are thus computed tile by tile from one copy of the tile; the CTAs' gradient shares and
-// loss/correct partials are then summed in a fixed order (no atomics), so the result is the same bits
-// from run to run on a given GPU.
-// provides: lrk_fused_plan, lrk_fused_pass, lrk_fused_reduce
+// unfused pass are thus computed tile by tile from one copy of the tile. A CTA takes one unit of rows
+// (lrk_unit_rows: a fixed part of a global row block), so that each unit's partials are the same bits
+// whichever launch or rank computes it; logreg.cu's lrk_fix_add then adds the units' gradient shares
+// exactly and lrk_losses their losses in unit order: the result does not depend on the rank count.
+// provides: lrk_fused_plan, lrk_fused_pass
 #include "logreg/logreg_kernels.h"
 #include "common/reduce.cuh"
 
@@ -88,15 +89,15 @@ __device__ double row_softmax(const float *logit, int label, int model, float *r
     return loss;
 }
 
-// Rows [b·rows_per, min(n, (b+1)·rows_per)) of CTA b. partG[b·D·K + j·K + k] = Σ_i X[i][j]·R[i][k]
-// (grad only); partials[2b], [2b+1] = Σ loss, Σ correct.
+// CTA b: the rows of unit u = u0 + b, [u·unit, min(n, (u + 1)·unit)). partG[b·D·K + j·K + k] =
+// Σ_i X[i][j]·R[i][k] (grad only); partials[2u], [2u + 1] = Σ loss, Σ correct.
 // Long: one tile loop whose steps (load, logits, P − Y, X_tᵀ·R_t) share the tile in shared memory and
 // keep the CTA's gradient share in registers across all its tiles; a launch per step would read X again,
 // which is what the fused pass exists to avoid.
 template <int K>
 __global__ void __launch_bounds__(kThreads, 2) k_fused(const float *X, int64_t n, int D, const double *W,
-                                                       const int32_t *labels, int model, int grad,
-                                                       int64_t rows_per, bool vec, float *partG, double *partials)
+                                                       const int32_t *labels, int model, int grad, int64_t u0,
+                                                       int64_t unit, bool vec, float *partG, double *partials)
 {
     extern __shared__ float smem[];
     float *sX = smem, *sW = sX + (size_t)kTile * D, *sR = sW + (size_t)D * K;
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(kThreads, 2) k_fused(const float *X, int64_t n
         for (int k = 0; k < K; k++)
             acc[c][k] = 0.f;
     double loss = 0, correct = 0;
-    const int64_t r0 = blockIdx.x * rows_per, r1 = r0 + rows_per < n ? r0 + rows_per : n;
+    const int64_t r0 = (u0 + blockIdx.x) * unit, r1 = r0 + unit < n ? r0 + unit : n;
     for (int64_t t0 = r0; t0 < r1; t0 += kTile) {
         const int rows = r1 - t0 < kTile ? (int)(r1 - t0) : kTile;
         __syncthreads();  // the previous tile's sX and sR are no longer read (and sW is written)
@@ -186,42 +187,18 @@ __global__ void __launch_bounds__(kThreads, 2) k_fused(const float *X, int64_t n
     loss = block_sum(loss, s_red);
     correct = block_sum(correct, s_red);
     if (threadIdx.x == 0) {
-        partials[2 * blockIdx.x] = loss;
-        partials[2 * blockIdx.x + 1] = correct;
+        partials[2 * (u0 + blockIdx.x)] = loss;
+        partials[2 * (u0 + blockIdx.x) + 1] = correct;
     }
-}
-
-// gbuf[i] = Σ_b partG[b·dk + i] (i < dk, when grad; b in order); the last CTA: gbuf[dk], gbuf[dk+1] =
-// the sums of the loss and correct partials.
-__global__ void k_fused_reduce(const float *partG, const double *partials, int blocks, int64_t dk, int grad,
-                               double *gbuf)
-{
-    __shared__ double s_red[32];
-    if (blockIdx.x == gridDim.x - 1) {
-        double loss, correct;
-        block_sum_pairs(partials, blocks, s_red, &loss, &correct);
-        if (threadIdx.x == 0) {
-            gbuf[dk] = loss;
-            gbuf[dk + 1] = correct;
-        }
-        return;
-    }
-    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (!grad || i >= dk)
-        return;
-    double s = 0;
-    for (int b = 0; b < blocks; b++)
-        s += partG[b * dk + i];
-    gbuf[i] = s;
 }
 
 template <int K>
 cudaError_t launch(const float *X, int64_t n, int D, const double *W, const int32_t *labels, int model, int grad,
-                   int blocks, int64_t rows_per, float *partG, double *partials, cudaStream_t stream)
+                   int64_t u0, int units, int64_t unit, float *partG, double *partials, cudaStream_t stream)
 {
     const size_t smem = smem_bytes(D, K);  // allowed once by lrk_fused_plan (occupancy)
     const bool vec = ((uintptr_t)X & 15) == 0;
-    k_fused<K><<<blocks, kThreads, smem, stream>>>(X, n, D, W, labels, model, grad, rows_per, vec, partG, partials);
+    k_fused<K><<<units, kThreads, smem, stream>>>(X, n, D, W, labels, model, grad, u0, unit, vec, partG, partials);
     return cudaGetLastError();
 }
 
@@ -264,27 +241,17 @@ extern "C" int lrk_fused_plan(int64_t D, int K)
 }
 
 extern "C" cudaError_t lrk_fused_pass(const float *X, int64_t n, int64_t D, const double *W, const int32_t *labels,
-                                      int K, int model, int grad, int max_blocks, float *partG, double *partials,
-                                      int *blocks, cudaStream_t stream)
+                                      int K, int model, int grad, int64_t u0, int units, int64_t unit, float *partG,
+                                      double *partials, cudaStream_t stream)
 {
-    if (D < 1 || D > kMaxCols || K < 1 || K > kMaxK || max_blocks < 1 || n < 0)
+    // Units start at multiples of kTile rows (aligned loads), as the tiles inside them do.
+    if (D < 1 || D > kMaxCols || K < 1 || K > kMaxK || units < 1 || unit < 1 || unit % kTile != 0 || n < 0)
         return cudaErrorInvalidValue;
-    int64_t per = ceil_div(n > 0 ? n : 1, (int64_t)max_blocks);
-    per = ceil_div(per, (int64_t)kTile) * kTile;  // tiles start at multiples of kTile (aligned loads)
-    *blocks = (int)ceil_div(n > 0 ? n : 1, per);
     switch (K) {
 #define DS_LAUNCH(k) \
-    case k: return launch<k>(X, n, (int)D, W, labels, model, grad, *blocks, per, partG, partials, stream);
+    case k: return launch<k>(X, n, (int)D, W, labels, model, grad, u0, units, unit, partG, partials, stream);
         DS_FUSED_CASES(DS_LAUNCH)
 #undef DS_LAUNCH
     }
     return cudaErrorInvalidValue;
-}
-
-extern "C" cudaError_t lrk_fused_reduce(const float *partG, const double *partials, int blocks, int64_t dk, int grad,
-                                        double *gbuf, cudaStream_t stream)
-{
-    const int grid = (int)ceil_div(dk, (int64_t)kThreads) + 1;
-    k_fused_reduce<<<grid, kThreads, 0, stream>>>(partG, partials, blocks, dk, grad, gbuf);
-    return cudaGetLastError();
 }

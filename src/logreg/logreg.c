@@ -4,11 +4,40 @@
 // in backend memory until the end); L-BFGS downloads four doubles a trial step for its line search.
 // Failure inside the loop: the other ranks are inside allreduces that cannot be rejoined, so the job
 // ends with the message (MPI_Abort), as in solve_sweeps.c; set-up failures are agreed on first.
+// Rank-count independence (logreg.h): the blocks and the partition are here, the fixed point of the
+// gradient's sums (lr_fix) too; the ops compute and add each block's partial sums.
 #include "logreg/logreg.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/data.h"
+#include "core/exactsum.h"
+
+int64_t logreg_block_rows(int64_t rows_global)
+{
+    int64_t b = 16;
+    while (b < 1024 && b * 64 < rows_global)
+        b *= 2;
+    return b;
+}
+
+void logreg_partition(int64_t rows_global, int nranks, int rank, int64_t *row0, int64_t *rows)
+{
+    const int64_t rb = logreg_block_rows(rows_global), blocks = (rows_global + rb - 1) / rb;
+    int64_t b0 = 0, nb = 0;
+    data_partition(blocks, nranks, rank, &b0, &nb);
+    *row0 = b0 * rb;
+    *rows = (b0 + nb) * rb < rows_global ? nb * rb : rows_global - b0 * rb;
+    if (*rows < 0)
+        *rows = 0;
+}
+
+int64_t logreg_gbuf_len(const lr_work *w)
+{
+    return 2 * w->cols * w->classes + w->blocks + 1;
+}
 
 int logreg_set_alloc(ds_ctx *ctx, lr_set *s, int64_t rows, int64_t cols, int f32)
 {
@@ -43,42 +72,88 @@ enum { LR_CK_IT, LR_CK_COUNT, LR_CK_NEWEST, LR_CK_F, LR_CK_LEN };
 
 // The training state in backend memory, one allocation.
 enum { OUT_F, OUT_ACC, OUT_FT, OUT_ACCT, OUT_GTD, OUT_T, OUT_LEN };
+// The training state in backend memory, one allocation (mem, what a checkpoint holds), and the
+// scratch of the sums (gbuf, logreg_gbuf_len, and the fixed point's scales fix, 2·cols), another.
 typedef struct lr_state {
     int64_t dk;
-    double *mem;
-    double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *gbuf, *out, *rho, *hist;
+    double *mem, *scratch;
+    double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *out, *rho, *hist, *gbuf, *fix;
     double *resume, resume_ck[LR_CK_LEN];  // --restart: the checkpoint (host) and its counters, else NULL
 } lr_state;
 
-static int lr_state_alloc(ds_ctx *ctx, int64_t dk, int iters, lr_state *st)
+static int64_t lr_state_len(const lr_state *st, int iters)
 {
     const int m = LR_LBFGS_MEMORY;
+    return 6 * st->dk + 2 * m * st->dk + OUT_LEN + m + (iters + 1);
+}
+
+static int lr_state_alloc(ds_ctx *ctx, const lr_work *w, int iters, lr_state *st)
+{
+    const int m = LR_LBFGS_MEMORY;
+    const int64_t dk = w->cols * w->classes, total = lr_state_len(&(lr_state){.dk = dk}, iters);
+    const int64_t nscratch = logreg_gbuf_len(w) + 2 * w->cols;
     st->dk = dk;
-    int64_t total = 6 * dk + 2 * m * dk + (dk + 2) + OUT_LEN + m + (iters + 1);
     DS_CHECK(ctx->be->alloc(ctx, (void **)&st->mem, (size_t)total * sizeof(double)));
+    DS_CHECK(ctx->be->alloc(ctx, (void **)&st->scratch, (size_t)nscratch * sizeof(double)));
     double *p = st->mem;
     double **vec[] = {&st->W, &st->g, &st->x, &st->d, &st->Wt, &st->gt};
     for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++, p += dk)
         *vec[i] = p;
     st->S = p, p += m * dk;
     st->Y = p, p += m * dk;
-    st->gbuf = p, p += dk + 2;
     st->out = p, p += OUT_LEN;
     st->rho = p, p += m;
     st->hist = p;
+    st->gbuf = st->scratch;
+    st->fix = st->scratch + logreg_gbuf_len(w);
+    DS_CHECK(ctx->be->fill(ctx, st->scratch, nscratch, 0.0));
     return ctx->be->fill(ctx, st->mem, total, 0.0);
+}
+
+static void lr_state_free(ds_ctx *ctx, lr_state *st)
+{
+    if (st->mem)
+        ctx->be->free(ctx, st->mem);
+    if (st->scratch)
+        ctx->be->free(ctx, st->scratch);
+    st->mem = st->scratch = NULL;
+}
+
+// Column j's partial sums Σ_i x_ij·(P − Y)_ik add up in absolute value to at most Σ_i |x_ij| ≤
+// n·max_i |x_ij| (|P − Y| ≤ 1); the bound is twice that, for the rounding of the partials themselves.
+// The terms (the partials) are at most as many as rows.
+double logreg_fix_scales(const double *xmax, int64_t cols, int64_t rows_global, double *fix)
+{
+    for (int64_t j = 0; j < cols; j++) {
+        fix[j] = exactsum_scale(2.0 * (double)rows_global * xmax[j]);
+        fix[cols + j] = 1.0 / fix[j];
+    }
+    return exactsum_lo(rows_global);
+}
+
+// w->fix and w->fix_lo for the set s (into st->fix): the max over ranks is exact, so the scales are the
+// same bits on any rank count. Collective; set-up (agreed on).
+static int lr_fix(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, lr_state *st)
+{
+    const int64_t cols = w->cols;
+    double *host = malloc((size_t)(2 * cols) * sizeof(double));
+    int rc = host ? ops->colmax(ctx, w, s, host) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && ctx->nranks > 1)
+        MPI_Allreduce(MPI_IN_PLACE, host, (int)cols, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    if (rc == DS_OK) {
+        w->fix_lo = logreg_fix_scales(host, cols, s->rows_global, host);
+        rc = ctx->be->upload(ctx, st->fix, host, (size_t)(2 * cols) * sizeof(double));
+    }
+    free(host);
+    w->fix = st->fix;
+    return ctx_agree(ctx, rc);
 }
 
 // Checkpoints: the whole training state (one allocation, W, the L-BFGS pairs, the history, Nesterov's t)
 // and the host losses, with the loop's counters [it, count, newest, f]. Taken at the top of an iteration,
-// where the state is whole; a restart continues from there as if never stopped (the same sums in the
-// same order on the same ranks: bitwise).
-
-static int64_t lr_state_len(const lr_state *st, int iters)
-{
-    const int m = LR_LBFGS_MEMORY;
-    return 6 * st->dk + 2 * m * st->dk + (st->dk + 2) + OUT_LEN + m + (iters + 1);
-}
+// where the state is whole; a restart continues from there as if never stopped, on any rank count (the
+// sums do not depend on it: bitwise).
 
 // At the top of iteration ck[LR_CK_IT]: a checkpoint when due; DS_STOPPED after it on a signal.
 static int lr_checkpoint(ds_ctx *ctx, const lr_opts *o, lr_state *st, const lr_result *res, const double *ck)
@@ -140,7 +215,7 @@ static int lr_eval(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, 
                    double *g, double *out, double *hist)
 {
     DS_CHECK(ops->pass(ctx, w, s, E, 1, st->gbuf));
-    DS_CHECK(ctx->be->allreduce_sum(ctx, st->gbuf, st->dk + 2));
+    DS_CHECK(ctx->be->allreduce_sum(ctx, st->gbuf, logreg_gbuf_len(w)));
     return ops->finish(ctx, w, st->gbuf, E, g, out, hist);
 }
 
@@ -265,10 +340,12 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
     return DS_OK;
 }
 
-static void lr_work_init(lr_work *w, const lr_set *s, const lr_opts *o)
+void logreg_work_init(lr_work *w, const lr_set *s, const lr_opts *o)
 {
+    const int64_t rb = logreg_block_rows(s->rows_global);
     *w = (lr_work){.rows_max = s->rows, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
-                   .l2 = o->l2, .inv_n = 1.0 / (double)s->rows_global};
+                   .l2 = o->l2, .inv_n = 1.0 / (double)s->rows_global, .block_rows = rb,
+                   .blocks = (s->rows_global + rb - 1) / rb};
 }
 
 int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *res)
@@ -277,7 +354,7 @@ int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *
     memset(res, 0, sizeof *res);
     const lr_ops *ops = ctx->be->logreg;
     lr_work w;
-    lr_work_init(&w, train, o);
+    logreg_work_init(&w, train, o);
     lr_state st = {0};
     const int64_t dk = train->cols * o->classes;
     res->W = calloc((size_t)dk, sizeof(double));
@@ -286,15 +363,16 @@ int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *
     if (rc == DS_OK)
         rc = ops->open(ctx, &w);
     if (rc == DS_OK)
-        rc = lr_state_alloc(ctx, dk, o->iters, &st);
+        rc = lr_state_alloc(ctx, &w, o->iters, &st);
     rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = lr_fix(ctx, ops, &w, train, &st);
     if (rc == DS_OK && o->ckpt && o->ckpt->restart)
         rc = lr_resume_read(ctx, o, &st, &st.resume, st.resume_ck);
     if (rc == DS_OK)
         rc = lr_abort(ctx, lr_run(ctx, ops, &w, train, o, &st, res));
     free(st.resume);
-    if (st.mem)
-        ctx->be->free(ctx, st.mem);
+    lr_state_free(ctx, &st);
     ops->close(ctx, &w);
     return rc;
 }
@@ -303,20 +381,22 @@ int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double
 {
     const lr_ops *ops = ctx->be->logreg;
     lr_work w;
-    lr_work_init(&w, s, o);
+    logreg_work_init(&w, s, o);
     lr_state st = {0};
     const int64_t dk = s->cols * o->classes;
     int rc = ops->open(ctx, &w);
     if (rc == DS_OK)
-        rc = lr_state_alloc(ctx, dk, 0, &st);
+        rc = lr_state_alloc(ctx, &w, 0, &st);
     if (rc == DS_OK)
         rc = ctx->be->upload(ctx, st.W, W, (size_t)dk * sizeof(double));
     rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK)
+        rc = lr_fix(ctx, ops, &w, s, &st);
     double out[OUT_LEN] = {0};
     if (rc == DS_OK) {
         rc = ops->pass(ctx, &w, s, st.W, 0, st.gbuf);
         if (rc == DS_OK)
-            rc = ctx->be->allreduce_sum(ctx, st.gbuf, dk + 2);
+            rc = ctx->be->allreduce_sum(ctx, st.gbuf, logreg_gbuf_len(&w));
         if (rc == DS_OK)
             rc = ops->finish(ctx, &w, st.gbuf, st.W, st.g, st.out, NULL);
         if (rc == DS_OK)
@@ -325,8 +405,7 @@ int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double
     }
     *accuracy = out[OUT_ACC];
     *loss = out[OUT_F];
-    if (st.mem)
-        ctx->be->free(ctx, st.mem);
+    lr_state_free(ctx, &st);
     ops->close(ctx, &w);
     return rc;
 }

@@ -1,7 +1,12 @@
 // logreg.h: multi-class logistic regression (softmax, or one-vs-rest sigmoids) trained data-parallel:
-// each rank owns a contiguous row block; per iteration one GEMM for the logits, one fused pass over
-// the rows, one GEMM for the gradient and one allreduce of [gradient | loss | correct].
+// each rank owns a contiguous range of fixed row blocks; per iteration the logits, a pass over the
+// rows, the gradient, and one allreduce of [gradient digits | loss per block | correct].
+// The results do not depend on the rank count, to the bit: the blocks (logreg_block_rows) depend on the
+// global row count only, each block's partial sums are computed the same way on whichever rank holds
+// it, and they are added exactly (the gradient as fixed-point digits, core/exactsum.h; the losses one
+// slot a block, summed in block order after the allreduce; the counts are integers).
 // provides: lr_model, lr_optimizer, lr_set, lr_opts, lr_result, lr_work, lr_ops, lr_ops_cpu, lr_ops_cuda,
+//           logreg_block_rows, logreg_partition, logreg_gbuf_len, logreg_work_init, logreg_fix_scales,
 //           logreg_set_alloc, logreg_set_free, logreg_train, logreg_evaluate, logreg_result_free
 #ifndef DS_LOGREG_H
 #define DS_LOGREG_H
@@ -43,18 +48,30 @@ typedef struct lr_work {
     int64_t rows_max, cols, classes;
     int model, f32;
     double l2, inv_n;  // inv_n: 1 / the global row count of the set being trained on
+    int64_t block_rows, blocks;  // logreg_block_rows and the global block count of that set
+    // The gradient's fixed point (core/exactsum.h), backend memory: fix[j] the scale of column j's
+    // classes, 1/q (fix[cols + j] = q); fix_lo the low digit's factor. NULL: no gradient wanted.
+    const double *fix;
+    double fix_lo;
     void *impl;
 } lr_work;
 
-// What a backend provides; all vectors are cols·classes doubles in backend memory unless said.
+// What a backend provides; all vectors are cols·classes (DK) doubles in backend memory unless said.
+// gbuf (logreg_gbuf_len doubles): [0, DK) and [DK, 2·DK) the high and low digits of Xᵀ(P − Y) at the
+// scales w->fix, [2·DK, 2·DK + blocks) Σ loss_i of each global block, [2·DK + blocks] the count of rows
+// whose largest logit is their label's (ties: the lowest class).
 typedef struct lr_ops {
     int (*open)(ds_ctx *ctx, lr_work *w);
     void (*close)(ds_ctx *ctx, lr_work *w);
-    // Local partial sums at W: gbuf[0 .. DK) = Xᵀ(P − Y) (only when grad), gbuf[DK] = Σ loss_i,
-    // gbuf[DK + 1] = rows whose largest logit is their label's (ties: the lowest class).
+    // xmax[j] (host memory, cols doubles) = max over the rank's rows of |X[i][j]| (0 without rows). Waits.
+    int (*colmax)(ds_ctx *ctx, lr_work *w, const lr_set *s, double *xmax);
+    // This rank's share of gbuf at W (s->row0 a multiple of w->block_rows): its blocks' loss slots
+    // (the others' 0), its count, and when grad the digits of its blocks' partial sums of Xᵀ(P − Y),
+    // each block's (or each fixed part of a block's) partial computed identically on any rank. Without
+    // grad the digits are left as they are.
     int (*pass)(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf);
-    // From the global gbuf: g = gbuf·inv_n + l2·W (bias row excluded), out[0] = gbuf[DK]·inv_n +
-    // l2/2·‖W‖² (bias excluded), out[1] = gbuf[DK + 1]·inv_n; hist (or NULL) = out[0].
+    // From the global gbuf: g = Xᵀ(P − Y)·inv_n + l2·W (bias row excluded), out[0] = (Σ of the loss slots
+    // in block order)·inv_n + l2/2·‖W‖² (bias excluded), out[1] = count·inv_n; hist (or NULL) = out[0].
     int (*finish)(ds_ctx *ctx, lr_work *w, const double *gbuf, const double *W, double *g, double *out, double *hist);
     // W −= lr·g.
     int (*gd)(ds_ctx *ctx, lr_work *w, double *W, const double *g, double lr);
@@ -73,6 +90,25 @@ typedef struct lr_ops {
     int (*lbfgs_accept)(ds_ctx *ctx, lr_work *w, double *W, double *g, const double *Wt, const double *gt, double *s,
                         double *y, double *rho);
 } lr_ops;
+
+// Rows per block for a set of rows_global rows: a power of two from 16 to 1024, near rows_global/64 (at
+// least 64 blocks where the rows allow, so that ranks share them evenly; at most 1024 rows, so that a
+// rank's partial sums stay few). Depends on the global row count only.
+int64_t logreg_block_rows(int64_t rows_global);
+
+// The rank's rows: a contiguous range of whole blocks (the last block of the set may be short), blocks
+// shared as evenly as whole blocks allow. A rank may get none.
+void logreg_partition(int64_t rows_global, int nranks, int rank, int64_t *row0, int64_t *rows);
+
+// The length of gbuf for w (lr_ops).
+int64_t logreg_gbuf_len(const lr_work *w);
+
+// A work for training on s with o (before lr_ops.open): sizes, blocks, l2 and inv_n; fix not yet set.
+void logreg_work_init(lr_work *w, const lr_set *s, const lr_opts *o);
+
+// The gradient's fixed point for a set of rows_global rows whose columns' maxima of |X| over all ranks
+// are xmax[0 .. cols): fix (host, 2·cols doubles) in lr_work.fix's layout; returns lr_work.fix_lo.
+double logreg_fix_scales(const double *xmax, int64_t cols, int64_t rows_global, double *fix);
 
 // Allocates a set of rows × cols (cols counts the bias column) in backend memory; free releases it.
 int logreg_set_alloc(ds_ctx *ctx, lr_set *s, int64_t rows, int64_t cols, int f32);

@@ -1,15 +1,18 @@
-// logreg_cpu.c: the reference lr_ops: OpenBLAS GEMMs for the logits and the gradient, plain loops for
-// the rows and for the optimisers' vector updates. The CUDA ops (logreg_cuda.c) are tested against it.
+// logreg_cpu.c: the reference lr_ops: OpenBLAS GEMMs for the logits and the gradient, one pair a row
+// block (logreg.h), plain loops for the rows, the blocks' exact sums and the optimisers' vector updates.
+// The CUDA ops (logreg_cuda.c) are tested against it.
 // provides: lr_ops_cpu
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/exactsum.h"
 #include "logreg/logreg.h"
 
 typedef struct cpu_work {
-    double *Z;  // rows_max × classes: logits, then P − Y (double, or float in the first half when f32)
+    double *Z;  // block_rows × classes: a block's logits, then P − Y (double, or float in the first half when f32)
+    double *G;  // cols × classes: a block's Xᵀ(P − Y)
     float *Wf, *Gf;  // cols × classes, f32 only
 } cpu_work;
 
@@ -18,12 +21,13 @@ static int cpu_open(ds_ctx *ctx, lr_work *w)
     cpu_work *c = calloc(1, sizeof *c);
     const size_t dk = (size_t)(w->cols * w->classes);
     if (c) {
-        c->Z = malloc((size_t)(w->rows_max > 0 ? w->rows_max : 1) * (size_t)w->classes * sizeof(double));
+        c->Z = malloc((size_t)(w->block_rows > 0 ? w->block_rows : 1) * (size_t)w->classes * sizeof(double));
+        c->G = malloc(dk * sizeof(double));
         c->Wf = malloc(dk * sizeof(float));
         c->Gf = malloc(dk * sizeof(float));
     }
     w->impl = c;
-    if (!c || !c->Z || !c->Wf || !c->Gf)
+    if (!c || !c->Z || !c->G || !c->Wf || !c->Gf)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for logistic regression's scratch");
     return DS_OK;
 }
@@ -33,11 +37,25 @@ static void cpu_close(ds_ctx *ctx, lr_work *w)
     cpu_work *c = w->impl;
     if (c) {
         free(c->Z);
+        free(c->G);
         free(c->Wf);
         free(c->Gf);
     }
     free(c);
     w->impl = NULL;
+}
+
+static int cpu_colmax(ds_ctx *ctx, lr_work *w, const lr_set *s, double *xmax)
+{
+    const int64_t D = s->cols;
+    for (int64_t j = 0; j < D; j++)
+        xmax[j] = 0.0;
+    for (int64_t i = 0; i < s->rows; i++)
+        for (int64_t j = 0; j < D; j++) {
+            const double v = fabs(s->f32 ? (double)((const float *)s->X)[i * D + j] : ((const double *)s->X)[i * D + j]);
+            xmax[j] = v > xmax[j] ? v : xmax[j];
+        }
+    return DS_OK;
 }
 
 // One row's loss and its P − Y in place over its logits z[0 .. K−1]; *correct: argmax == label.
@@ -65,19 +83,18 @@ static double cpu_row(double *z, int K, int label, int model, int *correct)
     return loss;
 }
 
-// The rows: Z (double, or float when f32) turned into P − Y; gbuf[dk], gbuf[dk+1] the sums.
-static void cpu_rows(lr_work *w, const lr_set *s, void *Z, double *gbuf)
+// A block's n rows: Z (double, or float when f32) turned into P − Y; *loss and *correct their sums.
+static void cpu_rows(const lr_work *w, const int32_t *labels, int64_t n, void *Z, double *loss, double *correct)
 {
     const int K = (int)w->classes;
-    const int64_t dk = w->cols * w->classes;
-    double loss = 0, correct = 0;
-    for (int64_t i = 0; i < s->rows; i++) {
+    *loss = *correct = 0;
+    for (int64_t i = 0; i < n; i++) {
         double z[LR_MAX_CLASSES] = {0};
         for (int k = 0; k < K; k++)
             z[k] = w->f32 ? ((float *)Z)[i * K + k] : ((double *)Z)[i * K + k];
         int ok = 0;
-        loss += cpu_row(z, K, s->labels[i], w->model, &ok);
-        correct += ok;
+        *loss += cpu_row(z, K, labels[i], w->model, &ok);
+        *correct += ok;
         for (int k = 0; k < K; k++) {
             if (w->f32)
                 ((float *)Z)[i * K + k] = (float)z[k];
@@ -85,32 +102,69 @@ static void cpu_rows(lr_work *w, const lr_set *s, void *Z, double *gbuf)
                 ((double *)Z)[i * K + k] = z[k];
         }
     }
-    gbuf[dk] = loss;
-    gbuf[dk + 1] = correct;
+}
+
+// A block's logits Z = X_b·W (n rows from X_b). One GEMM of the block's shape, whichever rank holds it:
+// OpenBLAS splits a GEMM's threads over the output, never over the summed dimension, so the bits do not
+// depend on its thread count either.
+static void cpu_logits(const lr_work *w, const cpu_work *c, const void *Xb, int64_t n, const double *W)
+{
+    const int D = (int)w->cols, K = (int)w->classes;
+    if (w->f32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, K, D, 1.0f, Xb, D, c->Wf, K, 0.0f,
+                    (float *)c->Z, K);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, K, D, 1.0, Xb, D, W, K, 0.0, c->Z, K);
+}
+
+// A block's gradient partial into c->G (cols × classes doubles).
+static void cpu_block_grad(const lr_work *w, cpu_work *c, const void *Xb, int64_t n)
+{
+    const int D = (int)w->cols, K = (int)w->classes;
+    const int64_t dk = w->cols * w->classes;
+    if (w->f32) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, K, (int)n, 1.0f, Xb, D, (float *)c->Z, K, 0.0f, c->Gf, K);
+        for (int64_t i = 0; i < dk; i++)
+            c->G[i] = c->Gf[i];
+    } else {
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, K, (int)n, 1.0, Xb, D, c->Z, K, 0.0, c->G, K);
+    }
+}
+
+// The digits of a block's partial G added to gbuf's (core/exactsum.h): exact, in any order.
+static void cpu_fix_add(const lr_work *w, const double *G, double *gbuf)
+{
+    const int64_t K = w->classes, dk = w->cols * w->classes;
+    for (int64_t j = 0; j < w->cols; j++)
+        for (int64_t k = 0; k < K; k++)
+            exactsum_split(G[j * K + k], w->fix[j], w->fix_lo, &gbuf[j * K + k], &gbuf[dk + j * K + k]);
 }
 
 static int cpu_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf)
 {
     cpu_work *c = w->impl;
-    const int n = (int)s->rows, D = (int)w->cols, K = (int)w->classes;
-    const int64_t dk = w->cols * w->classes;
-    if (w->f32) {
-        for (int64_t i = 0; i < dk; i++)
-            c->Wf[i] = (float)W[i];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, K, D, 1.0f, s->X, D, c->Wf, K, 0.0f, (float *)c->Z, K);
-    } else {
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, K, D, 1.0, s->X, D, W, K, 0.0, c->Z, K);
+    const int64_t dk = w->cols * w->classes, rb = w->block_rows, b0 = s->row0 / rb;
+    const size_t row_bytes = (size_t)w->cols * (w->f32 ? sizeof(float) : sizeof(double));
+    DS_ASSERT(s->row0 % rb == 0 && s->rows <= w->rows_max && s->f32 == w->f32);
+    double *loss = gbuf + 2 * dk, correct = 0;
+    memset(loss, 0, (size_t)w->blocks * sizeof(double));
+    if (grad)
+        memset(gbuf, 0, (size_t)(2 * dk) * sizeof(double));
+    for (int64_t i = 0; w->f32 && i < dk; i++)
+        c->Wf[i] = (float)W[i];
+    for (int64_t r = 0; r < s->rows; r += rb) {
+        const int64_t n = s->rows - r < rb ? s->rows - r : rb;
+        const void *Xb = (const char *)s->X + (size_t)r * row_bytes;
+        double ok = 0;
+        cpu_logits(w, c, Xb, n, W);
+        cpu_rows(w, s->labels + r, n, c->Z, &loss[b0 + r / rb], &ok);
+        correct += ok;
+        if (grad) {
+            cpu_block_grad(w, c, Xb, n);
+            cpu_fix_add(w, c->G, gbuf);
+        }
     }
-    cpu_rows(w, s, c->Z, gbuf);
-    if (!grad)
-        return DS_OK;
-    if (w->f32) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, K, n, 1.0f, s->X, D, (float *)c->Z, K, 0.0f, c->Gf, K);
-        for (int64_t i = 0; i < dk; i++)
-            gbuf[i] = c->Gf[i];
-    } else {
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, K, n, 1.0, s->X, D, c->Z, K, 0.0, gbuf, K);
-    }
+    loss[w->blocks] = correct;
     return DS_OK;
 }
 
@@ -118,14 +172,16 @@ static int cpu_finish(ds_ctx *ctx, lr_work *w, const double *gbuf, const double 
                       double *hist)
 {
     const int64_t dk = w->cols * w->classes, reg = (w->cols - 1) * w->classes;  // the bias row is not penalised
-    double ww = 0;
+    double ww = 0, loss = 0;
     for (int64_t i = 0; i < dk; i++) {
-        const double r = i < reg ? w->l2 * W[i] : 0.0;
-        g[i] = gbuf[i] * w->inv_n + r;
+        const double r = i < reg ? w->l2 * W[i] : 0.0, s = w->fix[i / w->classes];
+        g[i] = exactsum_join(gbuf[i], gbuf[dk + i], s, w->fix_lo) * w->inv_n + r;
         ww += i < reg ? W[i] * W[i] : 0.0;
     }
-    out[0] = gbuf[dk] * w->inv_n + 0.5 * w->l2 * ww;
-    out[1] = gbuf[dk + 1] * w->inv_n;
+    for (int64_t b = 0; b < w->blocks; b++)
+        loss += gbuf[2 * dk + b];
+    out[0] = loss * w->inv_n + 0.5 * w->l2 * ww;
+    out[1] = gbuf[2 * dk + w->blocks] * w->inv_n;
     if (hist)
         *hist = out[0];
     return DS_OK;
@@ -233,6 +289,7 @@ static int cpu_lbfgs_accept(ds_ctx *ctx, lr_work *w, double *W, double *g, const
 const lr_ops lr_ops_cpu = {
     .open = cpu_open,
     .close = cpu_close,
+    .colmax = cpu_colmax,
     .pass = cpu_pass,
     .finish = cpu_finish,
     .gd = cpu_gd,

@@ -1,13 +1,12 @@
 // logreg_data.c: loading a labelled set for logistic regression, from an MNIST-layout IDX directory or
-// an HDF5 file, a rank's contiguous row block of the first `limit` items, with the bias column appended
-// and every label checked against the class count.
+// an HDF5 file, a rank's rows of the first `limit` items (whole blocks, logreg_partition), with the
+// bias column appended and every label checked against the class count.
 // provides: lr_source, logreg_load
 #include "logreg/logreg_data.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/data.h"
 #include "h5io.h"
 #include "idx.h"
 
@@ -118,7 +117,7 @@ int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_c
                      ctx->nranks);
     DS_CHECK(ctx_agree(ctx, rc));
     int64_t row0 = 0, rows = 0;
-    data_partition(n, ctx->nranks, ctx->rank, &row0, &rows);
+    logreg_partition(n, ctx->nranks, ctx->rank, &row0, &rows);
     rc = logreg_set_alloc(ctx, s, rows, cols + 1, f32);
     s->rows_global = n;
     s->row0 = row0;

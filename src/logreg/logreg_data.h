@@ -14,10 +14,10 @@ typedef struct lr_source {
     const char *dir, *split;
 } lr_source;
 
-// Loads the rank's contiguous block of the first limit items (0: all) with the bias column appended
-// (cols = features + 1; want_cols, when not 0, is the width the set must have). DS_ERR_INPUT for a
-// bad file or a label outside 0 .. classes−1; DS_ERR_USAGE for more samples than the set holds or
-// fewer than ranks. desc gets the images' file name. Collective; every rank returns the same status.
+// Loads the rank's rows (logreg_partition: whole blocks, maybe none) of the first limit items (0: all)
+// with the bias column appended (cols = features + 1; want_cols, when not 0, is the width the set must
+// have). DS_ERR_INPUT for a bad file or a label outside 0 .. classes−1; DS_ERR_USAGE for more samples
+// than the set holds or fewer than ranks. desc gets the images' file name. Collective; every rank returns the same status.
 int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_cols, int f32, int classes, lr_set *s,
                 char *desc, size_t desc_len);
 
