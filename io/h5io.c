@@ -315,6 +315,7 @@ int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_
     DS_CHECK(h5i_norm_name(path, xname, xn, msg));
     if (yname)
         DS_CHECK(h5i_norm_name(path, yname, yn, msg));
+    DS_CHECK(h5i_guard(GUARD_PROBE_LSQ, path, xname, yname, 0, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, x = H5I_INVALID_HID, y = H5I_INVALID_HID;
     int64_t xd[2] = {0}, yd[2] = {0};
@@ -397,6 +398,8 @@ int h5io_has_dataset(const char *path, const char *name)
     ds_msg m = {{0}};
     if (h5i_norm_name(path, name, n, &m) != DS_OK)
         return 0;
+    if (h5i_guard(GUARD_HAS_DATASET, path, name, NULL, 0, &m) != DS_OK)
+        return 1;  // present, so that the reader that follows says what is wrong with the file
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, obj = H5I_INVALID_HID;
     int found = 0, w = LINKS_MISSING;
@@ -421,6 +424,7 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
 {
     char vn[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, name, vn, msg));
+    DS_CHECK(h5i_guard(GUARD_READ_VECTOR, path, name, NULL, n, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int64_t dims[2] = {0};

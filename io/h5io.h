@@ -6,7 +6,7 @@
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
 //           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows,
 //           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num,
-//           h5io_probe_keys, h5io_read_keys, h5io_create_keys, h5io_write_keys
+//           h5io_probe_keys, h5io_read_keys, h5io_create_keys, h5io_write_keys, h5io_guard_check
 #ifndef DS_H5IO_H
 #define DS_H5IO_H
 
@@ -110,6 +110,11 @@ int h5io_create_keys(const char *path, int create, const char *name, int type, i
 // Writes elements row0 .. row0+n−1 of the existing 1-D dataset name from data of type.
 int h5io_write_keys(const char *path, const char *name, int type, int64_t row0, int64_t n, const void *data,
                     ds_msg *msg);
+
+// The check that the probe helper (core/probe.h) runs in a worker: one reader call, as h5io_guard.c asks
+// for it. Pass it to probe_start before MPI_Init; the probes, h5io_has_dataset, h5io_read_vector,
+// h5io_read_matrix and h5io_read_attr_num then run once in a worker before they run in-process.
+int h5io_guard_check(const void *req, size_t len, ds_msg *msg);
 
 // "HDF5 1.10.8" into buf.
 void h5io_version(char *buf, size_t len);

@@ -4,7 +4,7 @@
 //           h5i_write_why, h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
 //           h5i_open_ro, h5i_check_links, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
 //           h5i_create_dataset, h5i_chunk_shape, h5i_check_storage,
-//           h5i_standard_type
+//           h5i_standard_type, h5i_guard, GUARD_*
 #ifndef DS_H5IO_INTERNAL_H
 #define DS_H5IO_INTERNAL_H
 
@@ -50,12 +50,19 @@ int h5i_check_shape(hid_t dset, const char *path, const char *name, int rank, in
 int h5i_read_float_rows(hid_t file, const char *path, const char *name, int64_t row0, int64_t nrows, int64_t cols,
                         int f32, void *buf, ds_msg *msg);
 // DS_ERR_INPUT unless dset's n_elements values (and one chunk) fit what path's file can hold: its size,
-// or 1032 times it (deflate's best ratio) when filtered; and unless its data lies in the file (no
-// external storage, no virtual dataset). Called before anything is sized by the header (h5io_storage.c).
+// or 1032 times it (deflate's best ratio) when filtered; unless the chunks its index declares add up to
+// no more than the file's size; and unless its data lies in the file (no external storage, no virtual dataset). Called before anything is sized by the header (h5io_storage.c).
 int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n_elements, ds_msg *msg);
 // 1 when t is a standard number type: IEEE float32/64 or an 8- to 64-bit integer, either byte order
 // (not one with odd precision, offset or padding bits). h5io_storage.c.
 int h5i_standard_type(hid_t t);
+// The readers that h5io_guard.c repeats in a worker process first.
+enum { GUARD_PROBE_LSQ, GUARD_PROBE_LABELLED, GUARD_PROBE_KEYS, GUARD_HAS_DATASET, GUARD_READ_ATTR, GUARD_READ_MATRIX,
+       GUARD_READ_VECTOR };
+// Runs reader op on path (with names a, b, or NULL; length n for GUARD_READ_VECTOR) in a worker process
+// when this process has a probe helper: DS_OK to go on and run it here, else the worker's failure, or
+// DS_ERR_INPUT "PATH: not a readable HDF5 file (the HDF5 library failed on it: SIGSEGV)" when it crashed.
+int h5i_guard(int op, const char *path, const char *a, const char *b, int64_t n, ds_msg *msg);
 // Creates dataset name of type ftype (chunked when chunk is non-NULL), with intermediate groups.
 int h5i_create_dataset(hid_t file, const char *path, const char *name, int rank, const hsize_t *dims,
                        const hsize_t *chunk, hid_t ftype, hid_t *dset, ds_msg *msg);

@@ -105,6 +105,7 @@ int h5io_probe_keys(const char *path, const char *name, int *type, int64_t *n, d
 {
     char dn[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, name, dn, msg));
+    DS_CHECK(h5i_guard(GUARD_PROBE_KEYS, path, name, NULL, 0, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int rc = h5i_open_ro(path, &file, msg);

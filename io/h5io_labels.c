@@ -40,6 +40,7 @@ int h5io_probe_labelled(const char *path, const char *xname, const char *lname, 
     char xn[NAME_MAX_LEN], ln[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, xname, xn, msg));
     DS_CHECK(h5i_norm_name(path, lname, ln, msg));
+    DS_CHECK(h5i_guard(GUARD_PROBE_LABELLED, path, xname, lname, 0, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, x = H5I_INVALID_HID, l = H5I_INVALID_HID;
     int64_t xd[2] = {0}, ld[2] = {0};

@@ -35,11 +35,12 @@ int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t 
 {
     char dn[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, name, dn, msg));
+    *out = NULL;
+    DS_CHECK(h5i_guard(GUARD_READ_MATRIX, path, name, NULL, 0, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int64_t dims[2] = {0, 0};
     int f32 = 0;
-    *out = NULL;
     int rc = h5i_open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = h5i_open_float_dataset(file, path, dn, 2, &d, dims, &f32, msg);
@@ -60,6 +61,7 @@ int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, 
 {
     char dn[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, dataset, dn, msg));
+    DS_CHECK(h5i_guard(GUARD_READ_ATTR, path, dataset, attr, 0, msg));
     h5i_quiet();
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID, a = H5I_INVALID_HID, t = H5I_INVALID_HID, sp = H5I_INVALID_HID;
     int64_t dims[2];

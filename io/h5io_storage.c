@@ -69,6 +69,28 @@ static int check_chunk(hid_t dset, hid_t dcpl, const char *path, const char *nam
     return DS_OK;
 }
 
+// The chunks that the index declares must fit in the file together (stored chunks do not overlap): HDF5
+// 1.10 allocates a buffer of a chunk's declared size before it reads the chunk, so a 6 KB file whose index
+// declares a 3.5 GB chunk would make H5Dread ask for 3.5 GB. One pass over the index (H5Dget_num_chunks
+// and H5Dget_storage_size each walk it), of the same nodes that a read's lookups descend through.
+static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const char *name, double file_bytes,
+                             ds_msg *msg)
+{
+    if (H5Pget_layout(dcpl) != H5D_CHUNKED)
+        return DS_OK;
+    hsize_t n = 0;
+    hid_t sp = H5Dget_space(dset);  // (1.10 refuses H5S_ALL here)
+    int ok = sp >= 0 && H5Dget_num_chunks(dset, sp, &n) >= 0;
+    h5i_close_space(sp);
+    hsize_t stored = ok && n > 0 ? H5Dget_storage_size(dset) : 0;
+    if (!ok || (n > 0 && stored == 0))
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its chunk index (damaged)", path, name);
+    if ((double)stored > file_bytes)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its %llu chunks declare %llu bytes, more than the %.0f-byte file holds (damaged)",
+                       path, name, (unsigned long long)n, (unsigned long long)stored, file_bytes);
+    return DS_OK;
+}
+
 int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n_elements, ds_msg *msg)
 {
     struct stat st;
@@ -89,6 +111,8 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
         rc = check_compact(dset, dcpl, path, name, bytes, msg);
     if (rc == DS_OK)
         rc = check_chunk(dset, dcpl, path, name, (double)elsize, limit, msg);
+    if (rc == DS_OK)
+        rc = check_chunk_index(dset, dcpl, path, name, (double)st.st_size, msg);
     h5i_close_plist(dcpl);
     h5i_close_type(t);
     return rc;

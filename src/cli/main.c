@@ -7,6 +7,8 @@
 
 #include "cli/cmds.h"
 #include "core/cleanup.h"
+#include "core/probe.h"
+#include "h5io.h"
 #include "cli/opts.h"
 
 typedef struct ds_command {
@@ -68,6 +70,9 @@ int main(int argc, char **argv)
     // killing the process with its temporary file left behind.
     signal(SIGXFSZ, SIG_IGN);
     cleanup_install();  // SIGTERM, SIGINT, SIGHUP: no temporary output left behind
+    // Input files are first read in throw-away processes forked from this one while fork is still safe (no
+    // MPI, CUDA or threads of ours yet): a crash of libhdf5 on a hostile file is then exit 3, not a dead rank.
+    probe_start(h5io_guard_check);
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -24,7 +24,8 @@ const char *fuzz_write(const char *name, const uint8_t *data, size_t n);
 
 // A reader's verdict must be success or DS_ERR_INPUT with a one-line message; anything else (another
 // status, an empty or multi-line message) aborts with what was seen, so that libFuzzer reports it.
-// With DSOLVE_FUZZ_VERBOSE set in the environment, every verdict is printed (to triage an input).
+// With DSOLVE_FUZZ_VERBOSE set in the environment, every verdict is printed (to triage an input). Verdicts
+// of the probe helper that libhdf5 crashed on an input are counted, and the count printed at exit.
 void fuzz_expect(int rc, const ds_msg *msg, const char *call);
 
 // A buffer of rows × width × elsize bytes (at least 1) for a reader to fill, sized by what a probe

@@ -1,31 +1,56 @@
 #!/usr/bin/env bash
-# run.sh [SECONDS_PER_HARNESS]: builds the libFuzzer harnesses of tests/fuzz (clang, -DDSOLVE_FUZZ=ON, in
-# build-fuzz) and runs each over its seed corpus (tests/fuzz/corpus/<harness>, read only; what the fuzzer
-# adds goes to build-fuzz/fuzz/<harness>/corpus) for SECONDS (default 60), with AddressSanitizer, UBSan
-# and leak checks, 10 s per input at most and 2 GB of memory. Prints the executions per harness and
-# exits 1 when dsolve's code crashed, leaked, hung, over-allocated or broke the status convention; the
-# input is kept in build-fuzz/fuzz/<harness>/ (crash-*, leak-*, timeout-*, oom-*) beside the log.
-# A crash whose innermost frame of known code is inside libhdf5 (HDF5 1.10 does not defend against
-# crafted files) is reported apart, its input moved to build-fuzz/fuzz/<harness>/hdf5/, and the harness
-# restarted for the rest of its time; DSOLVE_FUZZ_STRICT=1 makes those fail too. Leaks inside libhdf5
-# are suppressed (tests/fuzz/lsan.supp). Reproduce: build-fuzz/tests/fuzz/fuzz_<harness> FILE
-# (DSOLVE_FUZZ_VERBOSE=1 prints each reader's status and message). The long run: tests/fuzz/run.sh 3600.
+# run.sh [SECONDS] [-workers=N] [-runs=N] [-bin=DIR] [-out=DIR] [HARNESS...]: builds the libFuzzer harnesses
+# of tests/fuzz (clang, -DDSOLVE_FUZZ=ON, in build-fuzz) and runs each over its seed corpus
+# (tests/fuzz/corpus/<harness>, read only; what the fuzzer adds goes to OUT/<harness>/corpus) for SECONDS
+# (default 60), with AddressSanitizer, UBSan and leak checks, 10 s per input at most and 2 GB of memory.
+#   -workers=N  N fuzzing processes per harness, every harness at once (N × harnesses processes; default 1,
+#               one harness after the other), sharing the harness's corpus
+#   -runs=N     a harness stops once its workers have made N executions together (SECONDS stays the limit)
+#   -bin=DIR    run the prebuilt harnesses fuzz_<harness> in DIR instead of building (jobs/fuzz-long.sh)
+#   -out=DIR    where corpora, logs and kept inputs go (default build-fuzz/fuzz)
+#   HARNESS     idx h5_lsq h5_labelled h5_keys h5_model (default: all)
+# Prints the executions per harness and exits 1 when dsolve's code crashed, leaked, hung, over-allocated or
+# broke the status convention; the input is kept in OUT/<harness>/ (crash-*, leak-*, timeout-*, oom-*)
+# beside the worker's log. A crash of libhdf5 inside dsolve's probe worker (src/core/probe.c) is the
+# reader's exit 3, as in dsolve, and counted in the "contained" column. A report whose innermost frame of
+# known code is still inside libhdf5 (AddressSanitizer sees libhdf5 overread a heap block through memcpy or
+# strdup, where a plain build reads on) is counted apart ("hdf5"), its input moved to OUT/<harness>/hdf5/,
+# and the worker restarted; DSOLVE_FUZZ_STRICT=1 makes those fail too. Leaks inside libhdf5 are suppressed
+# (tests/fuzz/lsan.supp). Reproduce: build-fuzz/tests/fuzz/fuzz_<harness> FILE (DSOLVE_FUZZ_VERBOSE=1 prints
+# each reader's status and message). The long run (10^6 executions each): jobs/fuzz-long.sh. Inputs that
+# crashed libhdf5 before the probe helper: tests/fuzz/hdf5_crashes/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=${1:-60}
+seconds=60 workers=1 runs=0 bin="" out="" harnesses=()
+for a in "$@"; do
+    case $a in
+    -workers=*) workers=${a#*=} ;;
+    -runs=*) runs=${a#*=} ;;
+    -bin=*) bin=$(cd "${a#*=}" && pwd) ;;
+    -out=*) out=${a#*=} ;;
+    [0-9]*) seconds=$a ;;
+    idx | h5_lsq | h5_labelled | h5_keys | h5_model) harnesses+=("$a") ;;
+    *) echo "run.sh: unknown argument '$a' (see the header of $0)" >&2; exit 2 ;;
+    esac
+done
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(idx h5_lsq h5_labelled h5_keys h5_model)
 build=$root/build-fuzz
-harnesses=(idx h5_lsq h5_labelled h5_keys h5_model)
+out=${out:-$build/fuzz}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 
-command -v clang >/dev/null || { echo "run.sh: clang not found (jobs/install-deps.sh installs it)" >&2; exit 1; }
-mkdir -p "$build"
-cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DDSOLVE_FUZZ=ON -DDSOLVE_CUDA=OFF -DBUILD_TESTING=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-cmake --build "$build" --target fuzzers -j "$(nproc)" >"$build/build.log" 2>&1 || { cat "$build/build.log"; exit 1; }
+if [ -z "$bin" ]; then
+    command -v clang >/dev/null || { echo "run.sh: clang not found (jobs/install-deps.sh installs it)" >&2; exit 1; }
+    mkdir -p "$build"
+    cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DDSOLVE_FUZZ=ON -DDSOLVE_CUDA=OFF -DBUILD_TESTING=OFF \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
+    cmake --build "$build" --target fuzzers -j "$(nproc)" >"$build/build.log" 2>&1 || { cat "$build/build.log"; exit 1; }
+    bin=$build/tests/fuzz
+fi
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0
-# The harnesses' scratch files; a crashed harness leaves its folder behind, so they go under build-fuzz.
-export TMPDIR=$build/fuzz/tmp
+# The harnesses' scratch files; a crashed harness leaves its folder behind, so they go under OUT.
+export TMPDIR=$out/tmp
 rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
 # Where the report in log $1 points: "dsolve" when the innermost frame with known code is ours (io/,
@@ -39,51 +64,75 @@ classify() {
         }' "$1" | grep . || echo dsolve
 }
 
-# Fuzzes harness $1 for $seconds, restarting after crashes inside libhdf5; sets execs, hdf5_crashes, verdict.
-fuzz_harness() {
-    local h=$1 out=$build/fuzz/$1 left=$seconds runs=0 rc t0 n where unit
-    mkdir -p "$out/corpus" "$out/hdf5"
-    execs=0 hdf5_crashes=0 verdict=OK
-    while [ "$left" -gt 0 ] && [ "$runs" -lt 200 ]; do
-        runs=$((runs + 1)) t0=$(date +%s) rc=0
-        "$build/tests/fuzz/fuzz_$h" -max_total_time="$left" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
-            -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "$root/tests/fuzz/corpus/$h" \
-            >"$out/log" 2>&1 || rc=$?
-        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/log" | tail -1)
-        execs=$((execs + ${n:-0}))
-        left=$((left - ($(date +%s) - t0 > 0 ? $(date +%s) - t0 : 1)))
-        if [ "$rc" -eq 0 ] && ! grep -q 'ERROR: \(libFuzzer\|AddressSanitizer\|LeakSanitizer\)\|runtime error:' "$out/log"; then
-            return
+# fuzz_worker H W: worker W of harness H fuzzes until its share of -runs or the time is up, restarting
+# after reports inside libhdf5; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to OUT/H/result.W.
+fuzz_worker() {
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit
+    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK
+    [ "$runs" -gt 0 ] && target=$(((runs + workers - 1) / workers))
+    while left=$((t0 + seconds - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
+        [ "$target" -gt 0 ] && [ "$execs" -ge "$target" ] && break
+        restarts=$((restarts + 1)) rc=0 limit=()
+        [ "$target" -gt 0 ] && limit=(-runs=$((target - execs)))
+        "$bin/fuzz_$h" -max_total_time="$left" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+            -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" "$root/tests/fuzz/corpus/$h" \
+            >"$log" 2>&1 || rc=$?
+        n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+        c=$(sed -n 's/^fuzz: contained crashes of libhdf5: *//p' "$log" | tail -1)
+        execs=$((execs + ${n:-0})) contained=$((contained + ${c:-0}))
+        if [ "$rc" -eq 0 ] && ! grep -q 'ERROR: \(libFuzzer\|AddressSanitizer\|LeakSanitizer\)\|runtime error:' "$log"; then
+            break
         fi
-        where=$(classify "$out/log")
-        unit=$(sed -n 's/.*Test unit written to //p' "$out/log" | tail -1)
-        if [[ $where == hdf5* && ${DSOLVE_FUZZ_STRICT:-0} != 1 && -n $unit ]]; then
-            hdf5_crashes=$((hdf5_crashes + 1))
-            mv "$unit" "$out/hdf5/"
-            { echo "=== $(basename "$unit"): ${where#hdf5 }"; grep -v '^#[0-9]' "$out/log"; } >>"$out/hdf5/log"
+        where=$(classify "$log")
+        unit=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
+        if [[ $where == hdf5* && ${DSOLVE_FUZZ_STRICT:-0} != 1 && -n $unit && -e $unit ]]; then
+            hdf5=$((hdf5 + 1))
+            mv "$unit" "$dir/hdf5/"
+            { echo "=== $(basename "$unit"): ${where#hdf5 }"; grep -v '^#[0-9]' "$log"; } >>"$dir/hdf5/log"
             continue
         fi
-        verdict="FAILED (rc $rc, $where): $out/log"
-        return
+        verdict="FAILED (rc $rc, $where): $log"
+        break
     done
+    echo "$execs $contained $hdf5 $((SECONDS - t0)) $verdict" >"$dir/result.$w"
 }
 
+# Starts every worker of the harnesses in $@ at once and waits for them.
+fuzz_harnesses() {
+    local h w pids=()
+    for h in "$@"; do
+        rm -f "$out/$h"/result.* && mkdir -p "$out/$h/corpus" "$out/$h/hdf5"
+        for ((w = 0; w < workers; w++)); do fuzz_worker "$h" "$w" & pids+=($!); done
+    done
+    wait "${pids[@]}"
+}
+
+t0=$SECONDS
+if [ "$workers" -gt 1 ]; then fuzz_harnesses "${harnesses[@]}"; else for h in "${harnesses[@]}"; do fuzz_harnesses "$h"; done; fi
+wall=$((SECONDS - t0))
+
 failed=()
-printf '# %-12s %8s %12s %8s %7s %6s  %s\n' harness seconds executions exec/s corpus hdf5 result
+printf '# %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' harness workers executions seconds exec/s corpus contained hdf5 result
 for h in "${harnesses[@]}"; do
-    fuzz_harness "$h"
-    units=$(find "$build/fuzz/$h/corpus" -type f | wc -l)
-    printf '  %-12s %8s %12s %8s %7s %6s  %s\n' "$h" "$seconds" "$execs" "$((execs / (seconds > 0 ? seconds : 1)))" \
-        "$units" "$hdf5_crashes" "$verdict"
+    read -r execs contained hdf5 t verdict < <(awk '{e += $1; c += $2; h += $3; if ($4 > t) t = $4
+        if ($5 != "OK" && v == "") v = substr($0, index($0, $5))} END { print e + 0, c + 0, h + 0, t + 0, (v == "" ? "OK" : v) }' \
+        "$out/$h"/result.*)
+    units=$(find "$out/$h/corpus" -type f | wc -l)
+    printf '  %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' "$h" "$workers" "$execs" "$t" "$((execs / (t > 0 ? t : 1)))" \
+        "$units" "$contained" "$hdf5" "$verdict"
     [ "$verdict" = OK ] || failed+=("$h")
 done
-echo "# hdf5: crashes inside libhdf5 (not failures; inputs and reports in build-fuzz/fuzz/<harness>/hdf5/)"
+echo "# contained: crashes of libhdf5 in the probe worker, which the readers returned as exit 3"
+echo "# hdf5: reports inside libhdf5 outside the worker or by AddressSanitizer (inputs and reports in $out/<harness>/hdf5/)"
 if [ ${#failed[@]} -ne 0 ]; then
     for h in "${failed[@]}"; do
-        echo "--- $h: the end of $build/fuzz/$h/log"
-        grep -v '^#[0-9]' "$build/fuzz/$h/log" | tail -40
+        for r in "$out/$h"/result.*; do
+            grep -q ' OK$' "$r" && continue
+            echo "--- $h: the end of $out/$h/log.${r##*.}"
+            grep -v '^#[0-9]' "$out/$h/log.${r##*.}" | tail -40
+        done
     done
     echo "fuzz: FAILED: ${failed[*]}"
     exit 1
 fi
-echo "fuzz: OK (${#harnesses[@]} harnesses, ${seconds} s each)"
+echo "fuzz: OK (${#harnesses[@]} harnesses, $workers worker(s) each, ${wall} s)"

@@ -1,0 +1,74 @@
+// h5io_guard.c: the readers that first see an input file (probes, the model's matrices and attributes,
+// small vectors) run once in a throw-away worker process (core/probe.h) before they run here, so that a
+// crash inside libhdf5 on a hostile file becomes exit 3 with one line naming the file and the signal.
+// Bulk reads (h5io_read_lsq_rows, h5io_read_labelled_rows, h5io_read_keys) are not repeated: they come
+// after their probe has passed. Without a helper (tests, tools) every reader runs in-process only.
+// provides: h5io_guard_check, h5i_guard
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/probe.h"
+#include "h5io.h"
+#include "h5io_internal.h"
+
+// One reader call, as the worker repeats it.
+typedef struct guard_req {
+    int op;
+    int64_t n;                    // GUARD_READ_VECTOR: the length expected
+    char path[PATH_MAX];
+    char name[2][NAME_MAX_LEN];  // datasets or an attribute, as the reader takes them; "" for NULL
+} guard_req;
+
+static const char *or_null(const char *s)
+{
+    return s[0] ? s : NULL;
+}
+
+// The worker's side: the reader call of req, its status and message.
+int h5io_guard_check(const void *req, size_t len, ds_msg *msg)
+{
+    const guard_req *r = req;
+    DS_ASSERT(len == sizeof *r);
+    h5io_lsq_info info;
+    int64_t rows = 0, cols = 0;
+    double *v = NULL, value = 0;
+    int type = 0, rc = DS_OK;
+    switch (r->op) {
+    case GUARD_PROBE_LSQ: return h5io_probe_lsq(r->path, r->name[0], or_null(r->name[1]), &info, msg);
+    case GUARD_PROBE_LABELLED: return h5io_probe_labelled(r->path, r->name[0], r->name[1], &info, msg);
+    case GUARD_PROBE_KEYS: return h5io_probe_keys(r->path, r->name[0], &type, &rows, msg);
+    case GUARD_HAS_DATASET: h5io_has_dataset(r->path, r->name[0]); return DS_OK;
+    case GUARD_READ_ATTR: return h5io_read_attr_num(r->path, r->name[0], r->name[1], &value, msg);
+    case GUARD_READ_MATRIX: rc = h5io_read_matrix(r->path, r->name[0], &rows, &cols, &v, msg); break;
+    case GUARD_READ_VECTOR:
+        v = malloc((size_t)(r->n > 0 ? r->n : 1) * sizeof(double));
+        rc = v ? h5io_read_vector(r->path, r->name[0], r->n, v, msg) : ds_fail(msg, DS_ERR_RUNTIME, "out of memory");
+        break;
+    default: DS_ASSERT(!"unknown guarded reader");
+    }
+    free(v);
+    return rc;
+}
+
+int h5i_guard(int op, const char *path, const char *a, const char *b, int64_t n, ds_msg *msg)
+{
+    guard_req r = {.op = op, .n = n};
+    if (strlen(path) >= sizeof r.path || (a && strlen(a) >= NAME_MAX_LEN) || (b && strlen(b) >= NAME_MAX_LEN))
+        return DS_OK;  // the reader refuses such names itself
+    strcpy(r.path, path);
+    strcpy(r.name[0], a ? a : "");
+    strcpy(r.name[1], b ? b : "");
+    int signo = 0;
+    ds_msg why = {{0}};
+    int rc = probe_run(&r, sizeof r, &signo, &why);
+    if (rc == PROBE_NONE || rc == DS_OK)
+        return DS_OK;
+    if (signo)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: not a readable HDF5 file (the HDF5 library failed on it: %s)", path,
+                       probe_signal_name(signo));
+    if (!why.text[0])
+        return ds_fail(msg, rc, "%s: the process checking it ended without a verdict", path);
+    return ds_fail(msg, rc, "%s", why.text);
+}
