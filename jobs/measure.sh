@@ -77,7 +77,7 @@ done
 for p in "${parts[@]}"; do
     case $p in
     build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
-        hdf5 | cpu) ;;
+        hdf5 | stream | sanitize | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
 done
