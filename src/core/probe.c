@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,6 +27,10 @@ typedef struct probe_reply {
 // This process's helper (a process-wide resource, like its pid): its socket, −1 when there is none, and the
 // lock that keeps a request and its reply together.
 static int helper_fd = -1;
+// Seconds a check may take before SIGALRM ends its worker (a library caught in a loop by a crafted file):
+// DSOLVE_PROBE_SECONDS, else 120 (a metadata check takes milliseconds, its chunk index pass more on a
+// file of millions of chunks).
+static unsigned probe_seconds = 120;
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 
 // Receives one packet of at most len bytes; its length, or ≤ 0 at the end of the socket.
@@ -40,7 +45,7 @@ static ssize_t receive(int fd, void *buf, size_t len)
 // The worker: runs fn on each request until its socket ends (or a check crashes it).
 static _Noreturn void worker(int fd, probe_fn fn)
 {
-    static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS};
+    static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGALRM};
     for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++)
         signal(crash[i], SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -48,7 +53,9 @@ static _Noreturn void worker(int fd, probe_fn fn)
     ssize_t n;
     while ((n = receive(fd, req, sizeof req)) > 0) {
         probe_reply r = {0};
+        alarm(probe_seconds);
         r.rc = fn(req, (size_t)n, &r.msg);
+        alarm(0);
         if (send(fd, &r, sizeof r, MSG_NOSIGNAL) != (ssize_t)sizeof r)
             break;
     }
@@ -121,6 +128,9 @@ void probe_start(probe_fn fn)
     int sv[2];
     if (helper_fd >= 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return;
+    const char *limit = getenv("DSOLVE_PROBE_SECONDS");
+    if (limit && atoi(limit) > 0)
+        probe_seconds = (unsigned)atoi(limit);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -170,6 +180,7 @@ const char *probe_signal_name(int signo)
     static const struct { int signo; const char *name; } names[] = {
         {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"}, {SIGILL, "SIGILL"},
         {SIGABRT, "SIGABRT"}, {SIGSYS, "SIGSYS"}, {SIGKILL, "SIGKILL"}, {SIGXCPU, "SIGXCPU"},
+        {SIGALRM, "no answer within the probe's time limit, DSOLVE_PROBE_SECONDS"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].signo == signo)

@@ -1,7 +1,8 @@
 // probe.h: checks of untrusted input files run in a throw-away process, so that a library that crashes
 // on a hostile file (HDF5 1.10 "is not designed to handle maliciously crafted files") ends that process
 // and not the run. A helper forked before MPI starts (fork is safe then) forks a worker that runs the
-// checks, and a fresh one after a check has killed it.
+// checks, and a fresh one after a check has killed it, or after SIGALRM ended one that ran past its time
+// limit (DSOLVE_PROBE_SECONDS, default 120).
 // provides: probe_fn, probe_start, probe_run, probe_signal_name, PROBE_NONE, PROBE_REQ_MAX
 #ifndef DS_PROBE_H
 #define DS_PROBE_H
