@@ -19,6 +19,8 @@ void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *row
     *row0 = rank * base + (rank < extra ? rank : extra);
 }
 
+static void data_free_host(ds_ctx *ctx, ds_data *d);
+
 static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
 {
     d->X.cols = cols;
@@ -27,11 +29,26 @@ static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
     if (__builtin_mul_overflow((size_t)d->X.rows, (size_t)cols * (f32 ? 4 : 8), &xbytes))
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "%lld rows of %lld columns on rank %d do not fit in memory",
                        (long long)d->X.rows, (long long)cols, ctx->rank);
-    int (*alloc)(ds_ctx *, void **, size_t) = d->host && !ctx->be->host_memory ? ctx->be->host_alloc : ctx->be->alloc;
-    int rc = alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
+    const size_t ybytes = (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double);
+    if (!d->host || ctx->be->host_memory) {
+        int rc = ctx->be->alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
+        return rc == DS_OK ? ctx->be->alloc(ctx, (void **)&d->y, ybytes) : rc;
+    }
+    int rc = ctx->be->host_alloc(ctx, (void **)&d->X.data, xbytes ? xbytes : 8);
     if (rc == DS_OK)
-        rc = alloc(ctx, (void **)&d->y, (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double));
-    return rc;
+        rc = ctx->be->host_alloc(ctx, (void **)&d->y, ybytes);
+    if (rc == DS_OK)
+        return DS_OK;
+    // Pinned memory short (the host's limit on locked pages): pageable memory, copied at a fraction of
+    // the bus's rate, rather than no run.
+    ctx_log(ctx, "dsolve: rank %d: %s; X kept in pageable host memory instead (slower copies)", ctx->rank, ctx->msg.text);
+    ctx->msg.text[0] = '\0';
+    data_free_host(ctx, d);
+    d->host = 2;
+    d->X.data = malloc(xbytes ? xbytes : 8);
+    d->y = malloc(ybytes);
+    return d->X.data && d->y ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for X (%.3g GB) on rank %d",
+                                               (double)xbytes / 1e9, ctx->rank);
 }
 
 // A producer fills host rows [row0, row0+nrows) of X and y; data_fill runs it straight into backend
@@ -305,13 +322,29 @@ int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
     return rc;
 }
 
+// X and y of a host placement (d->host): pinned (1) or pageable (2, data_alloc's fallback).
+static void data_free_host(ds_ctx *ctx, ds_data *d)
+{
+    if (d->host == 2) {
+        free((void *)d->X.data);
+        free(d->y);
+    } else {
+        if (d->X.data)
+            ctx->be->host_free(ctx, (void *)d->X.data);
+        if (d->y)
+            ctx->be->host_free(ctx, d->y);
+    }
+    d->X.data = NULL, d->y = NULL;
+}
+
 void data_free(ds_ctx *ctx, ds_data *d)
 {
-    void (*release)(ds_ctx *, void *) = d->host && !ctx->be->host_memory ? ctx->be->host_free : ctx->be->free;
+    if (d->host && !ctx->be->host_memory)
+        data_free_host(ctx, d);
     if (d->X.data)
-        release(ctx, (void *)d->X.data);
+        ctx->be->free(ctx, (void *)d->X.data);
     if (d->y)
-        release(ctx, d->y);
+        ctx->be->free(ctx, d->y);
     free(d->a_true);
     memset(d, 0, sizeof *d);
 }

@@ -17,7 +17,8 @@ typedef struct ds_data {
     char source[300];
     int x_exp, y_exp;  // data_load_lsq_ranged: X and y hold the file's values times 2^−x_exp, 2^−y_exp
     int host;  // set by the caller before loading: X and y in host memory (the backend's host_alloc:
-               // pinned on a device backend) for a row source over them (rows_open_memory)
+               // pinned on a device backend) for a row source over them (rows_open_memory); 2 when
+               // pinned memory was short and they are in pageable memory
 } ds_data;
 
 // Contiguous near-equal split: ranks r < m mod p get one row more.

@@ -42,17 +42,11 @@ static int rows_produce(ds_rows *s, int64_t r0, int64_t nr, void *X, double *y, 
 }
 
 
-int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
-              int f32, int64_t chunk_rows, const char *phase)
+// The two chunk buffers of chunk_rows rows (with their pinned staging on a device backend).
+static int rows_buffers(ds_ctx *ctx, ds_rows *s)
 {
-    memset(s, 0, sizeof *s);
-    DS_ASSERT(chunk_rows >= 1);
-    s->produce = produce, s->arg = arg, s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32;
-    s->chunk_rows = chunk_rows, s->phase = phase, s->cur = -1;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    s->x_bytes = ((size_t)chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
-    const size_t bytes = s->x_bytes + (size_t)chunk_rows * sizeof(double);
+    s->x_bytes = ((size_t)s->chunk_rows * rows_row_bytes(s->cols, s->f32) + 255) / 256 * 256;
+    const size_t bytes = s->x_bytes + (size_t)s->chunk_rows * sizeof(double);
     const ds_backend *be = ctx->be;
     for (int i = 0; i < 2; i++) {
         if (be->host_memory) {
@@ -64,6 +58,39 @@ int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t
         }
     }
     return DS_OK;
+}
+
+static void rows_free_buffers(ds_ctx *ctx, ds_rows *s)
+{
+    for (int i = 0; i < 2; i++) {
+        if (s->dev[i] && s->dev[i] != s->host[i])
+            ctx->be->free(ctx, s->dev[i]);
+        if (s->host[i])
+            (ctx->be->host_memory ? ctx->be->free : ctx->be->host_free)(ctx, s->host[i]);
+        s->host[i] = s->dev[i] = NULL;
+    }
+}
+
+int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
+              int f32, int64_t chunk_rows, const char *phase)
+{
+    memset(s, 0, sizeof *s);
+    DS_ASSERT(chunk_rows >= 1);
+    s->produce = produce, s->arg = arg, s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32;
+    s->chunk_rows = chunk_rows, s->phase = phase, s->cur = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    // Pinned memory can run short before the caps say (the host's limit on locked pages, other jobs):
+    // smaller chunks first, down to ROWS_MIN_CHUNK, then the failure naming the size.
+    for (;;) {
+        const int rc = rows_buffers(ctx, s);
+        if (rc == DS_OK || s->chunk_rows <= ROWS_MIN_CHUNK)
+            return rc;
+        rows_free_buffers(ctx, s);
+        ctx_log(ctx, "%s: %s; trying chunks of %lld rows", s->phase, ctx->msg.text, (long long)(s->chunk_rows / 2));
+        ctx->msg.text[0] = '\0';
+        s->chunk_rows = s->chunk_rows / 2 > ROWS_MIN_CHUNK ? s->chunk_rows / 2 : ROWS_MIN_CHUNK;
+    }
 }
 
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
@@ -277,13 +304,7 @@ void rows_close(ds_ctx *ctx, ds_rows *s)
 {
     if (s->running)
         (void)rows_end(ctx, s);
-    for (int i = 0; i < 2; i++) {
-        if (s->dev[i] && s->dev[i] != s->host[i])
-            ctx->be->free(ctx, s->dev[i]);
-        if (s->host[i])
-            (ctx->be->host_memory ? ctx->be->free : ctx->be->host_free)(ctx, s->host[i]);
-        s->host[i] = s->dev[i] = NULL;
-    }
+    rows_free_buffers(ctx, s);
     if (s->owns_arg)
         free(s->arg);
     pthread_mutex_destroy(&s->mu);
