@@ -59,6 +59,28 @@ cli_gpus_or_skip() {
         { echo "$1: no GPU for each of $2 ranks: skipped"; exit 77; }
 }
 
+# cli_interrupted NAME SIGNAL OPT...: `cli_cmd OPT...` on $np ranks with a checkpoint (ck.h5) at every safe
+# point, SIGNAL sent at a random moment once the first checkpoint exists: SIGUSR1 to mpiexec on the CPU
+# backend (Open MPI passes it on; on the GPU machine a run once ended before it arrived), else to the ranks,
+# as Slurm sends it; $rc its exit status. No temporary checkpoint may be left, but after SIGKILL (which
+# may strike inside a write: the last whole checkpoint stays).
+cli_interrupted() {
+    local name=$1 sig=$2
+    shift 2
+    rm -f ck.h5 ck.h5.part*
+    "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$cli_backend" "$@" --checkpoint ck.h5 \
+        --checkpoint-every 0 --json >out.txt 2>err.txt &
+    local job=$!
+    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.05; done
+    if [ "$cli_backend" = cpu ]; then sleep "0.$((RANDOM % 5))"; else sleep "0.0$((RANDOM % 10))"; fi
+    if [ "$sig" = USR1 ] && [ "$cli_backend" = cpu ]; then kill -USR1 "$job"
+    else pkill -"$sig" -f "^$dsolve ${cli_cmd[*]} --backend $cli_backend"; fi
+    wait "$job"
+    rc=$?
+    if [ "$sig" != KILL ] && compgen -G "ck.h5.part*" >/dev/null; then bad "$name: left $(ls ck.h5.part*)"; fi
+    rm -f ck.h5.part*
+}
+
 # finish NAME: the verdict line; the exit status is 0 when nothing failed and something passed.
 finish() {
     echo "$1: $pass passed, $fail failed"

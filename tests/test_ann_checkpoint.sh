@@ -29,26 +29,6 @@ cli_timeout=120
 # field FILE KEY: one value of a --json output.
 field() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
-# interrupted NAME SIGNAL: a run on np ranks checkpointing at every safe point, SIGNAL sent at a random
-# moment after the first checkpoint exists; $rc its exit status.
-interrupted() {
-    local name=$1 sig=$2
-    rm -f ck.h5 ck.h5.part*
-    "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$backend" --checkpoint ck.h5 --checkpoint-every 0 \
-        --json >out.txt 2>err.txt &
-    local job=$!
-    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.05; done
-    if [ "$backend" = cpu ]; then sleep "0.$((RANDOM % 5))"; else sleep "0.0$((RANDOM % 10))"; fi
-    # SIGUSR1 to mpirun, which passes it on to the ranks (as in test_checkpoint.sh); others to the ranks.
-    if [ "$sig" = USR1 ] && [ "$backend" = cpu ]; then kill -USR1 "$job"
-    else pkill -"$sig" -f "^$dsolve ${cli_cmd[*]} --backend $backend --checkpoint ck.h5"; fi
-    wait "$job"
-    rc=$?
-    # (SIGKILL may strike inside a write: its temporary file stays, the last whole checkpoint with it.)
-    if [ "$sig" != KILL ] && compgen -G "ck.h5.part*" >/dev/null; then bad "$name: left $(ls ck.h5.part*)"; fi
-    rm -f ck.h5.part*
-}
-
 # stopped NAME: the interrupted run ended with exit 5 and its one line (shown: where it stopped).
 stopped() {
     echo "  $1: $(grep -o "stopped on a signal after [^;]*" err.txt)"
@@ -90,7 +70,7 @@ run "$np" --output ref.h5 --json
 cp out.txt ref.json
 [ "$rc" -eq 0 ] || bad "the uninterrupted run: exit $rc: $(grep dsolve err.txt | head -2)"
 
-interrupted usr1 USR1
+cli_interrupted usr1 USR1
 stopped usr1
 [ -e ck.h5 ] && ok || bad "usr1: no checkpoint written"
 others=("$np")
@@ -113,11 +93,11 @@ if [ "$backend" = cpu ]; then
     else bad "restart on 3 ranks, stopped: exit $rc: $(grep dsolve err.txt | head -2)"; fi
 fi
 
-interrupted term TERM
+cli_interrupted term TERM
 stopped term
 resumed term "$np"
 
-interrupted kill KILL
+cli_interrupted kill KILL
 [ "$rc" -ne 0 ] && ok || bad "kill: exit 0: finished before the signal"
 if [ -e ck.h5 ]; then resumed kill "$np"; else bad "kill: no checkpoint"; fi
 

@@ -23,28 +23,6 @@ cli_timeout=120
 # field FILE KEY: one value of a --json output.
 field() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
-# interrupted NAME SIGNAL OPT...: a checkpointing run on np ranks, SIGNAL sent to mpirun at a random
-# moment after the first checkpoint exists; $rc its exit status.
-interrupted() {
-    local name=$1 sig=$2
-    shift 2
-    rm -f ck.h5 ck.h5.part*
-    "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$backend" "$@" --checkpoint ck.h5 \
-        --checkpoint-every 0 --json >out.txt 2>err.txt &
-    local job=$!
-    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.05; done
-    if [ "$backend" = cpu ]; then sleep "0.$((RANDOM % 5))"; else sleep "0.0$((RANDOM % 10))"; fi
-    # SIGUSR1 to mpirun, which passes it on to the ranks (seen here with Open MPI 4.1; on the GPU machine a
-    # run once ended before it arrived: there it goes to the ranks, as Slurm sends it); others to the ranks.
-    if [ "$sig" = USR1 ] && [ "$backend" = cpu ]; then kill -USR1 "$job"
-    else pkill -"$sig" -f "^$dsolve ${cli_cmd[0]} --data $data"; fi
-    wait "$job"
-    rc=$?
-    # (SIGKILL may strike inside a write: its temporary file stays, the last whole checkpoint with it.)
-    if [ "$sig" != KILL ] && compgen -G "ck.h5.part*" >/dev/null; then bad "$name: left $(ls ck.h5.part*)"; fi
-    rm -f ck.h5.part*
-}
-
 # resumed NAME NP REF OPT...: --restart ck.h5 on NP ranks must end 0 with REF's weights, bitwise.
 resumed() {
     local name=$1 n=$2 ref=$3
@@ -64,17 +42,17 @@ for opt in "${runs[@]}"; do
     run "$np" "${o[@]}" --json
     cp out.txt ref.json
     [ "$rc" -eq 0 ] || bad "$name: the uninterrupted run: exit $rc"
-    interrupted "$name usr1" USR1 "${o[@]}"
+    cli_interrupted "$name usr1" USR1 "${o[@]}"
     if [ "$rc" -ne 5 ] || ! grep -q "stopped on a signal after [0-9]* iterations; resume with --restart" err.txt; then
         bad "$name usr1: exit $rc, want 5; $(grep dsolve err.txt | head -2)"
     else ok; fi
     others=("$np")
     [ "$backend" != cpu ] || others=(1 "$np" 3)  # one GPU a rank: the GPU machine may have one
     for n in "${others[@]}"; do resumed "$name usr1" "$n" ref.json "${o[@]}"; done
-    interrupted "$name term" TERM "${o[@]}"
+    cli_interrupted "$name term" TERM "${o[@]}"
     [ "$rc" -eq 5 ] && ok || bad "$name term: exit $rc, want 5"
     resumed "$name term" "$np" ref.json "${o[@]}"
-    interrupted "$name kill" KILL "${o[@]}"
+    cli_interrupted "$name kill" KILL "${o[@]}"
     [ "$rc" -ne 0 ] && ok || bad "$name kill: exit 0: finished before the signal"
     resumed "$name kill" "$np" ref.json "${o[@]}"
 done

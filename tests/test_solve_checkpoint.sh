@@ -112,23 +112,12 @@ for n in "${others[@]}"; do resumed bs "$n" bitwise "${o[@]}"; done
 o=(--iters 1500 "${cap[@]}")
 reference sig "$np" "${o[@]}"
 for sig in USR1 TERM KILL; do
-    rm -f ck.h5 ck.h5.part*
-    "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$backend" "${o[@]}" --checkpoint ck.h5 \
-        --checkpoint-every 0 >out.txt 2>err.txt &
-    job=$!
-    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.02; done
-    sleep "0.$((RANDOM % 8))"
-    if [ "$sig" = USR1 ] && [ "$backend" = cpu ]; then kill -USR1 "$job"
-    else pkill -"$sig" -f "^$dsolve ${cli_cmd[*]}"; fi
-    wait "$job"
-    rc=$?
+    cli_interrupted "sig $sig" "$sig" "${o[@]}"
     if [ "$sig" != KILL ]; then
         [ "$rc" -eq 5 ] && ok || bad "sig $sig: exit $rc, want 5: $(grep dsolve err.txt | head -2)"
-        compgen -G "ck.h5.part*" >/dev/null && bad "sig $sig: left $(ls ck.h5.part*)"
     else
         [ "$rc" -ne 0 ] && ok || bad "sig KILL: exit 0: finished before the signal"
     fi
-    rm -f ck.h5.part*
     resumed sig "$np" bitwise "${o[@]}"
 done
 
