@@ -42,7 +42,7 @@ static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int6
     return c < rows ? c : rows > 0 ? rows : 1;
 }
 
-// The Gram pass over a rank's rows to do (ann_todo), in chunks of ch rows: by forward_gram where the
+// The Gram pass over a rank's rows to do (ann_left), in chunks of ch rows: by forward_gram where the
 // backend has it (the CPU's, which never stores H), else each chunk of H formed by forward and its Gram
 // taken by the solve table's gram. A chunk's Gram goes straight into acc while acc is still zero, into
 // tmp and then added otherwise: the same sums in the same order whether or not the pass was resumed
@@ -52,7 +52,7 @@ typedef struct gram_pass {
     double *start;  // host: the Gram a resumed rank starts from (ann_resume_start)
     int fresh;      // acc is still zero
     int64_t ch, ld, gsize;
-    ann_todo todo;
+    ann_left left;
 } gram_pass;
 
 // out = the Gram of the rank's local rows r .. r+nr−1 (out's first ld·ld entries, the rest zero or as
@@ -76,13 +76,13 @@ static int gram_chunk(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const a
 static int gram_rows(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
                      const double *tc, const ann_model *m, gram_pass *g, double *acc)
 {
-    int64_t steps = ann_todo_chunks(&g->todo, g->ch);
+    int64_t steps = ann_left_chunks(&g->left, g->ch);
     MPI_Allreduce(MPI_IN_PLACE, &steps, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
     int rc = DS_OK;
     for (int64_t s = 0; rc == DS_OK && s < steps; s++) {
         if (s > 0)
-            rc = ann_ckpt_gram(ctx, o, m, acc, g->gsize, &g->todo, s, steps);
-        int64_t a = 0, nr = rc == DS_OK ? ann_todo_next(&g->todo, g->ch, &a) : 0;
+            rc = ann_ckpt_gram(ctx, o, m, acc, g->gsize, &g->left, s, steps);
+        int64_t a = 0, nr = rc == DS_OK ? ann_left_next(&g->left, g->ch, &a) : 0;
         ctx_beat(ctx, "ann: H'H by row chunks");
         if (nr > 0)
             rc = gram_chunk(ctx, ops, d, o, Wd, tc, a - d->row0, nr, g, g->fresh ? acc : g->tmp);
@@ -99,7 +99,7 @@ static int gram_open(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const an
                      gram_pass *g)
 {
     const ds_backend *be = ctx->be;
-    DS_CHECK(ann_todo_make(ctx, rs, d->row0, d->X.rows, &g->todo));
+    DS_CHECK(ann_left_make(ctx, rs, d->row0, d->X.rows, &g->left));
     DS_CHECK(be->fill(ctx, acc, g->gsize, 0.0));  // a rank without rows still adds its (zero) share
     g->start = rs && rs->grams > 0 ? malloc((size_t)g->gsize * sizeof(double)) : NULL;
     if (rs && rs->grams > 0 && !g->start)
@@ -109,7 +109,7 @@ static int gram_open(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const an
         DS_CHECK(be->upload(ctx, acc, g->start, (size_t)g->gsize * sizeof(double)));
     if (!ops->forward_gram)
         DS_CHECK(be->alloc(ctx, &g->H, (size_t)(g->ch * g->ld) * sizeof(double)));
-    if (!g->fresh || ann_todo_chunks(&g->todo, g->ch) > 1)
+    if (!g->fresh || ann_left_chunks(&g->left, g->ch) > 1)
         DS_CHECK(be->alloc(ctx, &g->tmp, (size_t)g->gsize * sizeof(double)));
     return DS_OK;
 }
@@ -121,7 +121,7 @@ static void gram_close(ds_ctx *ctx, gram_pass *g)
     if (g->tmp)
         ctx->be->free(ctx, g->tmp);
     free(g->start);
-    free(g->todo.s);
+    free(g->left.s);
 }
 
 // acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as the solve table's

@@ -76,7 +76,7 @@ void ann_resume_free(ann_resume *rs)
     rs->state = NULL;
 }
 
-int ann_todo_make(ds_ctx *ctx, const ann_resume *rs, int64_t row0, int64_t rows, ann_todo *td)
+int ann_left_make(ds_ctx *ctx, const ann_resume *rs, int64_t row0, int64_t rows, ann_left *td)
 {
     memset(td, 0, sizeof *td);
     const int64_t cap = rs ? rs->spans : 1;
@@ -99,7 +99,7 @@ int ann_todo_make(ds_ctx *ctx, const ann_resume *rs, int64_t row0, int64_t rows,
     return DS_OK;
 }
 
-int64_t ann_todo_next(ann_todo *td, int64_t ch, int64_t *a)
+int64_t ann_left_next(ann_left *td, int64_t ch, int64_t *a)
 {
     if (td->at >= td->n)
         return 0;
@@ -112,7 +112,7 @@ int64_t ann_todo_next(ann_todo *td, int64_t ch, int64_t *a)
     return nr;
 }
 
-int64_t ann_todo_chunks(const ann_todo *td, int64_t ch)
+int64_t ann_left_chunks(const ann_left *td, int64_t ch)
 {
     int64_t c = 0;
     for (int64_t i = td->at; i < td->n; i++) {
@@ -189,7 +189,7 @@ static void gather_big(ds_ctx *ctx, const double *mine, int64_t n, double *all)
 }
 
 // This rank's rows still to do as (a, b) pairs into left (2 × spans): the rest of td from its position.
-static int64_t todo_left(const ann_todo *td, double *left)
+static int64_t rows_left(const ann_left *td, double *left)
 {
     int64_t k = 0;
     for (int64_t i = td->at; i < td->n; i++, k++) {
@@ -215,7 +215,7 @@ static void gather_spans(ds_ctx *ctx, const double *left, int64_t nleft, double 
 }
 
 int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const double *acc, int64_t gsize,
-                  const ann_todo *td, int64_t chunk, int64_t chunks)
+                  const ann_left *td, int64_t chunk, int64_t chunks)
 {
     const int due = ckpt_due(ctx, o->ckpt);
     if (!due)
@@ -238,7 +238,7 @@ int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const doub
         if (state)
             memcpy(state, m->W, (size_t)wlen * sizeof(double));
         gather_big(ctx, mine, gsize, state ? state + wlen : NULL);
-        gather_spans(ctx, left, todo_left(td, left), state, at, cnt, &total);
+        gather_spans(ctx, left, rows_left(td, left), state, at, cnt, &total);
         const double ck[CK_LEN] = {(double)p, (double)total, (double)m->failed};
         rc = ckpt_write(ctx, o->ckpt, state, at + 2 * total, ck, CK_LEN);
     }

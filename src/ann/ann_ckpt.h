@@ -1,8 +1,8 @@
 // ann_ckpt.h: checkpoints of the network's training (ann_ckpt.c, on core/ckpt.h): the hidden weights
 // once fitted, then the Gram pass's progress (each rank's partial Gram and the rows not yet in it). The
-// Gram pass walks a rank's rows as a list of spans (ann_todo), so that a restart on another number of
+// Gram pass walks a rank's rows as a list of spans (ann_left), so that a restart on another number of
 // ranks can hand each new rank the rows still to do within its block.
-// provides: ann_span, ann_todo, ann_resume, ann_todo_make, ann_todo_next, ann_todo_chunks, ann_ckpt_read,
+// provides: ann_span, ann_left, ann_resume, ann_left_make, ann_left_next, ann_left_chunks, ann_ckpt_read,
 //           ann_ckpt_fitted, ann_ckpt_gram, ann_resume_start, ann_resume_free
 #ifndef DS_ANN_CKPT_H
 #define DS_ANN_CKPT_H
@@ -16,10 +16,10 @@ typedef struct ann_span {
 
 // The rows a rank still has to add to its Gram: spans of global rows in increasing order, and where the
 // pass is in them (its next chunk starts at s[at].a + off).
-typedef struct ann_todo {
+typedef struct ann_left {
     ann_span *s;  // host
     int64_t n, at, off;
-} ann_todo;
+} ann_left;
 
 // --restart: what the checkpoint holds. state: W (K × (n+1)), then grams partial Grams (gsize each, in
 // the writing run's rank order; 0 when it stopped right after the fits), then spans pairs (a, b): the
@@ -37,11 +37,11 @@ void ann_resume_free(ann_resume *rs);
 
 // The rank's rows to do: its block row0 .. row0+rows−1, or, resuming, the checkpoint's spans within it.
 // td->s is allocated here; the caller frees it.
-int ann_todo_make(ds_ctx *ctx, const ann_resume *rs, int64_t row0, int64_t rows, ann_todo *td);
+int ann_left_make(ds_ctx *ctx, const ann_resume *rs, int64_t row0, int64_t rows, ann_left *td);
 // The next chunk (at most ch rows) into *a (global row); its rows, 0 when none are left.
-int64_t ann_todo_next(ann_todo *td, int64_t ch, int64_t *a);
+int64_t ann_left_next(ann_left *td, int64_t ch, int64_t *a);
 // The chunks of at most ch rows left.
-int64_t ann_todo_chunks(const ann_todo *td, int64_t ch);
+int64_t ann_left_chunks(const ann_left *td, int64_t ch);
 
 // The Gram this rank starts from when resuming (host, gsize values), or 0 when it starts from zero: on
 // the checkpoint's rank count, this rank's own partial Gram (the run goes on bitwise as if never
@@ -55,6 +55,6 @@ int ann_ckpt_fitted(ds_ctx *ctx, const ann_opts *o, const ann_model *m, int64_t 
 // The safe point between two chunks of the Gram pass: acc (backend memory, gsize) is this rank's
 // partial Gram of the rows before td's position. chunk and chunks: for the messages. Collective.
 int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const double *acc, int64_t gsize,
-                  const ann_todo *td, int64_t chunk, int64_t chunks);
+                  const ann_left *td, int64_t chunk, int64_t chunks);
 
 #endif

@@ -71,15 +71,23 @@ static void rows_free_buffers(ds_ctx *ctx, ds_rows *s)
     }
 }
 
-int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
-              int f32, int64_t chunk_rows, const char *phase)
+// What every source starts from: its rows, its chunks and its lock.
+static void rows_init(ds_rows *s, int64_t row0, int64_t rows, int64_t cols, int f32, int64_t chunk_rows,
+                      const char *phase)
 {
     memset(s, 0, sizeof *s);
     DS_ASSERT(chunk_rows >= 1);
-    s->produce = produce, s->arg = arg, s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32;
-    s->chunk_rows = chunk_rows, s->phase = phase, s->cur = -1;
+    s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32, s->chunk_rows = chunk_rows, s->phase = phase;
+    s->cur = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+}
+
+int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
+              int f32, int64_t chunk_rows, const char *phase)
+{
+    rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
+    s->produce = produce, s->arg = arg;
     // Pinned memory can run short before the caps say (the host's limit on locked pages, other jobs):
     // smaller chunks first, down to ROWS_MIN_CHUNK, then the failure naming the size.
     for (;;) {
@@ -96,12 +104,8 @@ int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
                      int64_t cols, int f32, int64_t chunk_rows, const char *phase)
 {
-    memset(s, 0, sizeof *s);
-    DS_ASSERT(chunk_rows >= 1);
-    s->row0 = row0, s->rows = rows, s->cols = cols, s->f32 = f32, s->chunk_rows = chunk_rows, s->phase = phase;
-    s->mem_x = X, s->mem_y = y, s->cur = -1;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
+    s->mem_x = X, s->mem_y = y;
     s->x_bytes = ((size_t)chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
     for (int i = 0; i < 2 && !ctx->be->host_memory; i++)
         DS_CHECK(ctx->be->alloc(ctx, &s->dev[i], s->x_bytes + (size_t)chunk_rows * sizeof(double)));
