@@ -6,6 +6,7 @@
 
 #include "cli/cmds.h"
 #include "cli/cmd_solve.h"
+#include "cli/memcaps.h"
 #include "core/data.h"
 #include "core/rows.h"
 #include "h5io.h"
@@ -41,12 +42,7 @@ static const ds_opt solve_table[] = {
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /a and the run's attributes (atomically: a temporary file, then a rename)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
-    {"device-memory", OPT_SIZE, NULL, "SIZE", 1, 1e18,
-     "device memory a rank may use (64M, 8G): an --input X that does not fit it with the solve's buffers is "
-     "streamed from the file by chunks (default: the device's free memory less max(512 MiB, 5 % of the device))"},
-    {"host-memory", OPT_SIZE, NULL, "SIZE", 1, 1e18,
-     "host memory a rank may use; on the CPU backend it plays the device's role (default: the rank's share of "
-     "MemAvailable)"},
+    DS_MEMORY_OPTS("an --input X"),
     {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
      "write the solve's state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, "
      "after which the run stops with exit 5: the partial sums inside the pass over a streamed X, then X'X and "
@@ -125,28 +121,12 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
     return solve_parse_ckpt(r, msg);
 }
 
-// The caps this rank works under, and the option that sets the one X must fit (for messages).
-static const char *solve_caps(ds_ctx *ctx, const solve_run *r, rows_caps *caps)
-{
-    const ds_args *a = &r->args;
-    rows_caps_default(ctx, caps);
-    if (opts_given(a, "host-memory"))
-        caps->host = opts_size(a, "host-memory");
-    if (ctx->be->host_memory) {
-        caps->backend = caps->host;
-        return opts_given(a, "host-memory") ? "--host-memory" : "the rank's share of MemAvailable (--host-memory)";
-    }
-    if (opts_given(a, "device-memory"))
-        caps->backend = opts_size(a, "device-memory");
-    return opts_given(a, "device-memory") ? "--device-memory" : "the device's free memory (--device-memory)";
-}
-
 // Whether the rank's X fits the caps, else the chunk rows to stream it by; every rank streams when one
 // must, by the smallest chunk. Collective.
 static int solve_plan(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t *chunk_rows)
 {
     rows_caps caps;
-    const char *cap_name = solve_caps(ctx, r, &caps);
+    const char *cap_name = cli_memory_caps(ctx, &r->args, &caps);
     int64_t chunk = 0;
     int rc = solvebak_stream_plan(ctx, &caps, cap_name, d->X.rows, d->X.cols, r->f32, &r->so, &chunk, &ctx->msg);
     DS_CHECK(ctx_agree(ctx, rc));
