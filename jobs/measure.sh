@@ -20,7 +20,7 @@
 #   methods      every solve method on the seed problem (bench solve --method all, peers: the seed's CuPy,
 #                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
 #                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job; with
-#                2 or more GPUs each method on 2 M x 1 000 on one GPU and on 2 or 4
+#                2 or more GPUs each method on 4 M x 1 000 on one GPU and on 2 or 4
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
 #   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
@@ -37,6 +37,8 @@
 #                memory with --device-memory 16G, gram and cholesky, beside the same problem in device
 #                memory; peer: the pinned and pageable host-to-device rates (jobs/h2d_peer.py, torch);
 #                and 1 M x 500 (4 GB) from the file (--host-memory 2G) beside plain reads of it
+#   big          25 M x 1 000 f64 (200 GB) kept in pinned host memory and solved on one GPU (gram and
+#                cholesky), with the pinned host-to-device rate (jobs/h2d_peer.py); needs 300 GB of RAM
 #   cpu          the CPU backend (solve batch 100 and 1, cholesky, ann, sort 10^8, logreg on 2 ranks),
 #                each followed by the seed's NumPy code (cholesky: NumPy's normal equations,
 #                jobs/normal_eq.py) on the same cores
@@ -77,7 +79,7 @@ done
 for p in "${parts[@]}"; do
     case $p in
     build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
-        hdf5 | stream | sanitize | cpu) ;;
+        hdf5 | stream | big | sanitize | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
 done
@@ -275,15 +277,15 @@ part_methods() {
     methods_scaling
 }
 
-# Strong scaling of each method on 2 M x 1 000 f64 (16 GB; qr keeps a copy of X): one GPU against every GPU
+# Strong scaling of each method on 4 M x 1 000 f64 (32 GB; qr keeps a copy of X): one GPU against every GPU
 # present (2 or 4), where there are two or more.
 methods_scaling() {
     local m np
     [ "$DS_GPUS" -ge 2 ] || { skip methods_scaling "one GPU"; return 0; }
     np=$((DS_GPUS >= 4 ? 4 : 2))
     for m in solvebak residual cholesky qr auto; do
-        dsr "methods_2m_${m}_np1" 1 solve --rows 2000000 --cols 1000 --method "$m" --repeat 5
-        dsr "methods_2m_${m}_np$np" "$np" solve --rows 2000000 --cols 1000 --method "$m" --repeat 5
+        dsr "methods_4m_${m}_np1" 1 solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
+        dsr "methods_4m_${m}_np$np" "$np" solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
     done
 }
 
@@ -446,6 +448,18 @@ s = time.time() - t
 print(json.dumps({'seconds': s, 'gbps': n * (X.shape[1] * 8 + 8) / s / 1e9}))"
     fi
     rm -rf "$dir"
+}
+
+# Beyond one GPU: X of 200 GB generated into pinned host memory, every pass across the bus.
+part_big() {
+    local gb
+    [ "$DS_GPUS" -ge 1 ] || { skip big "no GPU here"; return 0; }
+    gb=$(awk '/^MemTotal/ { print int($2 / 1048576) }' /proc/meminfo)
+    [ "$gb" -ge 300 ] || { skip big "25 M x 1 000 f64 is 200 GB; this machine has $gb GiB of RAM"; return 0; }
+    if have_py torch; then run h2d_peer "$DS_PYTHON" jobs/h2d_peer.py; else skip h2d_peer "$DS_PYTHON has no torch"; fi
+    local big=(--rows 25000000 --cols 1000 --seed 3 --host-memory 300G)
+    dsr big_gram 1 solve "${big[@]}" --method gram
+    dsr big_cholesky 1 solve "${big[@]}" --method cholesky
 }
 
 part_cpu() {

@@ -8,7 +8,8 @@
 #   -runs=N     a harness stops once its workers have made N executions together (SECONDS stays the limit)
 #   -bin=DIR    run the prebuilt harnesses fuzz_<harness> in DIR instead of building (jobs/fuzz-long.sh)
 #   -out=DIR    where corpora, logs and kept inputs go (default build-fuzz/fuzz)
-#   HARNESS     idx h5_lsq h5_labelled h5_keys h5_model (default: all)
+#   HARNESS     idx h5_lsq h5_labelled h5_keys h5_model (default: all); HARNESS:N gives that harness N workers
+#               instead of -workers (jobs/fuzz-long.sh shares the cores by each harness's speed)
 # Prints the executions per harness and exits 1 when dsolve's code crashed, leaked, hung, over-allocated or
 # broke the status convention; the input is kept in OUT/<harness>/ (crash-*, leak-*, timeout-*, oom-*)
 # beside the worker's log. A crash of libhdf5 inside dsolve's probe worker (src/core/probe.c) is the
@@ -22,6 +23,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=60 workers=1 runs=0 bin="" out="" harnesses=()
+declare -A hw=()  # workers of a harness given as HARNESS:N
 for a in "$@"; do
     case $a in
     -workers=*) workers=${a#*=} ;;
@@ -30,10 +32,16 @@ for a in "$@"; do
     -out=*) out=${a#*=} ;;
     [0-9]*) seconds=$a ;;
     idx | h5_lsq | h5_labelled | h5_keys | h5_model) harnesses+=("$a") ;;
+    idx:[1-9]* | h5_lsq:[1-9]* | h5_labelled:[1-9]* | h5_keys:[1-9]* | h5_model:[1-9]*) harnesses+=("${a%%:*}") hw[${a%%:*}]=${a#*:} ;;
     *) echo "run.sh: unknown argument '$a' (see the header of $0)" >&2; exit 2 ;;
     esac
 done
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(idx h5_lsq h5_labelled h5_keys h5_model)
+most=1
+for h in "${harnesses[@]}"; do
+    hw[$h]=${hw[$h]:-$workers}
+    [ "${hw[$h]}" -le "$most" ] || most=${hw[$h]}
+done
 build=$root/build-fuzz
 out=${out:-$build/fuzz}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -68,8 +76,8 @@ classify() {
 # after reports inside libhdf5; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to OUT/H/result.W.
 fuzz_worker() {
     local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit
-    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK
-    [ "$runs" -gt 0 ] && target=$(((runs + workers - 1) / workers))
+    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK n_w=${hw[$1]}
+    [ "$runs" -gt 0 ] && target=$(((runs + n_w - 1) / n_w))
     while left=$((t0 + seconds - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
         [ "$target" -gt 0 ] && [ "$execs" -ge "$target" ] && break
         restarts=$((restarts + 1)) rc=0 limit=()
@@ -102,13 +110,14 @@ fuzz_harnesses() {
     local h w pids=()
     for h in "$@"; do
         rm -f "$out/$h"/result.* && mkdir -p "$out/$h/corpus" "$out/$h/hdf5"
-        for ((w = 0; w < workers; w++)); do fuzz_worker "$h" "$w" & pids+=($!); done
+        local n_h=${hw[$h]}
+        for ((w = 0; w < n_h; w++)); do fuzz_worker "$h" "$w" & pids+=($!); done
     done
     wait "${pids[@]}"
 }
 
 t0=$SECONDS
-if [ "$workers" -gt 1 ]; then fuzz_harnesses "${harnesses[@]}"; else for h in "${harnesses[@]}"; do fuzz_harnesses "$h"; done; fi
+if [ "$most" -gt 1 ]; then fuzz_harnesses "${harnesses[@]}"; else for h in "${harnesses[@]}"; do fuzz_harnesses "$h"; done; fi
 wall=$((SECONDS - t0))
 
 failed=()
@@ -118,7 +127,7 @@ for h in "${harnesses[@]}"; do
         if ($5 != "OK" && v == "") v = substr($0, index($0, $5))} END { print e + 0, c + 0, h + 0, t + 0, (v == "" ? "OK" : v) }' \
         "$out/$h"/result.*)
     units=$(find "$out/$h/corpus" -type f | wc -l)
-    printf '  %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' "$h" "$workers" "$execs" "$t" "$((execs / (t > 0 ? t : 1)))" \
+    printf '  %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' "$h" "${hw[$h]}" "$execs" "$t" "$((execs / (t > 0 ? t : 1)))" \
         "$units" "$contained" "$hdf5" "$verdict"
     [ "$verdict" = OK ] || failed+=("$h")
 done
@@ -135,4 +144,4 @@ if [ ${#failed[@]} -ne 0 ]; then
     echo "fuzz: FAILED: ${failed[*]}"
     exit 1
 fi
-echo "fuzz: OK (${#harnesses[@]} harnesses, $workers worker(s) each, ${wall} s)"
+echo "fuzz: OK (${#harnesses[@]} harnesses, up to $most worker(s) each, ${wall} s)"
