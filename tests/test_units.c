@@ -1,11 +1,15 @@
 // test_units.c: the small pieces on their own: the option parser (the same table makes --help), the
 // generator (the same rows however they are split over threads or ranks), the JSON writer, and the
-// vectorised tanh of the network's CPU path against libm.
+// vectorised tanh of the network's CPU path against libm; the probe worker's verdicts when a check
+// answers, crashes or exits.
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/gen.h"
+#include "core/probe.h"
 #include "harness.h"
 #include "cli/opts.h"
 #include "cli/report.h"
@@ -136,9 +140,38 @@ static void test_vtanh(void)
     CHECK(worst <= 4e-16, "vtanh: largest absolute error against libm's tanh %.3e (> 4e-16)", worst);
 }
 
+// A check that answers ('a': 3 with a message), crashes ('s'), or exits with status 7 ('x') on request.
+static int probe_check(const void *req, size_t len, ds_msg *msg)
+{
+    const char op = len ? *(const char *)req : 'a';
+    if (op == 's')
+        raise(SIGSEGV);
+    if (op == 'x')
+        _exit(7);  // as a sanitizer's report ends a process
+    return ds_fail(msg, DS_ERR_INPUT, "checked");
+}
+
+static void test_probe(void)
+{
+    int signo = 0;
+    ds_msg msg = {{0}};
+    int rc = probe_run("a", 1, &signo, &msg);
+    CHECK(rc == DS_ERR_INPUT && signo == 0 && strcmp(msg.text, "checked") == 0, "probe answer: rc %d signo %d '%s'",
+          rc, signo, msg.text);
+    rc = probe_run("s", 1, &signo, &msg);
+    CHECK(rc == DS_ERR_INPUT && signo == SIGSEGV, "probe crash: rc %d signo %d", rc, signo);
+    rc = probe_run("x", 1, &signo, &msg);
+    CHECK(rc == DS_ERR_INPUT && signo == -7 && strcmp(probe_signal_name(signo), "its process exited with status 7") == 0,
+          "probe exit: rc %d signo %d (%s)", rc, signo, probe_signal_name(signo));
+    rc = probe_run("a", 1, &signo, &msg);  // a fresh worker after the two that ended
+    CHECK(rc == DS_ERR_INPUT && signo == 0, "probe after a crash: rc %d signo %d", rc, signo);
+}
+
 int main(int argc, char **argv)
 {
+    probe_start(probe_check);  // before MPI_Init, as dsolve's main does
     MPI_Init(&argc, &argv);
+    test_probe();
     test_opts();
     test_gen();
     test_json();

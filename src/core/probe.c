@@ -20,7 +20,7 @@
 // The answer to one request.
 typedef struct probe_reply {
     int rc;     // the check's status, or DS_ERR_INPUT when a signal ended the worker
-    int signo;  // the signal that ended the worker, or 0
+    int signo;  // the signal that ended the worker, −status when it exited without a verdict, or 0
     ds_msg msg;
 } probe_reply;
 
@@ -102,7 +102,12 @@ static probe_reply check(probe_worker *w, probe_fn fn, const char *req, size_t l
     int st = 0;
     while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
         ;
-    r = (probe_reply){.rc = WIFSIGNALED(st) ? DS_ERR_INPUT : DS_ERR_RUNTIME, .signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0};
+    // A worker that exits with a non-zero status in the middle of a check was ended by what it met there
+    // (a sanitizer's report ends it so, or the library calling exit): the input's doing, like a signal.
+    if (WIFSIGNALED(st))
+        r = (probe_reply){.rc = DS_ERR_INPUT, .signo = WTERMSIG(st)};
+    else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
+        r = (probe_reply){.rc = DS_ERR_INPUT, .signo = -WEXITSTATUS(st)};
     return r;
 }
 
@@ -185,7 +190,10 @@ const char *probe_signal_name(int signo)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].signo == signo)
             return names[i].name;
-    static _Thread_local char buf[24];
-    snprintf(buf, sizeof buf, "signal %d", signo);
+    static _Thread_local char buf[48];
+    if (signo < 0)
+        snprintf(buf, sizeof buf, "its process exited with status %d", -signo);
+    else
+        snprintf(buf, sizeof buf, "signal %d", signo);
     return buf;
 }

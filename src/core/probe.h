@@ -25,13 +25,15 @@ typedef int (*probe_fn)(const void *req, size_t len, ds_msg *msg);
 void probe_start(probe_fn fn);
 
 // Runs the helper's fn on req (len ≤ PROBE_REQ_MAX bytes) in the worker process and returns its
-// status and message. A worker ended by a signal returns DS_ERR_INPUT with *signo set; one that could not
-// be forked or exited without a verdict, DS_ERR_RUNTIME; both leave msg untouched (the caller names the file).
+// status and message. A worker ended by a signal returns DS_ERR_INPUT with *signo set, one that exited with
+// a non-zero status without a verdict DS_ERR_INPUT with *signo = −status; one that could not be forked or
+// exited with status 0 without a verdict, DS_ERR_RUNTIME; all leave msg untouched (the caller names the file).
 // PROBE_NONE when this process has no helper (it is the helper or a worker, probe_start was not called,
 // or the helper is gone). Thread-safe; a caller waits for the worker (milliseconds for a metadata check).
 int probe_run(const void *req, size_t len, int *signo, ds_msg *msg);
 
-// "SIGSEGV", "SIGBUS", ... for the signals a crash raises; "signal N" otherwise (static storage).
+// "SIGSEGV", "SIGBUS", ... for the signals a crash raises; "signal N" otherwise; for −N (an exit status),
+// "its process exited with status N" (thread-local storage).
 const char *probe_signal_name(int signo);
 
 #endif
