@@ -4,7 +4,8 @@
 # memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M with --host-memory 192M, one GPU
 # per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram and cholesky on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
 # JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y), auto and the default method
-# stream by the Gram route; the caps' usage errors exit 2 naming what is wrong. Needs python3 with numpy
+# stream by the Gram route; the caps' usage errors exit 2 naming what is wrong; a file changed or cut
+# short while it streams is exit 3. Needs python3 with numpy
 # and h5py.
 set -u
 dsolve=$(realpath "$1")
@@ -100,5 +101,19 @@ expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
 expect 2 "qr does not stream yet.*cholesky" 1 --input big.h5 --method qr --output out.h5 "${cap[@]}"
 expect 2 "residual does not stream yet" 1 --input big.h5 --method residual "${cap[@]}"
 expect 2 "only --input files stream" 1 --rows 250000 --cols 100 "${cap[@]}"
+
+# A file that changes while it streams: touched every 0.2 s (the same bytes, a new modification time), or
+# cut short half a second in (before the run reads it, the probe finds it damaged): exit 3 naming the
+# file, no output left, never an answer from rows of two different files.
+cp big.h5 moving.h5
+(while :; do sleep 0.2; touch moving.h5; done) &
+toucher=$!
+expect 3 "moving.h5: dataset X: the file changed while" "${nps##* }" --input moving.h5 --method cholesky --output out.h5 "${cap[@]}"
+kill "$toucher" && wait "$toucher" 2>/dev/null
+cp big.h5 moving.h5
+(sleep 0.5; truncate -s 200M moving.h5) &
+expect 3 "moving.h5.*\(changed\|damaged\|truncated\)" 1 --input moving.h5 --method gram --output out.h5 "${cap[@]}"
+wait
+rm -f moving.h5
 
 finish "test_stream_cli $mode"
