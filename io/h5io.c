@@ -7,6 +7,7 @@
 
 #include "h5io.h"
 #include "h5io_internal.h"
+#include "core/cleanup.h"
 
 #include <errno.h>
 #include <hdf5.h>  // provides: H5F/H5D/H5S/H5T/H5A/H5L/H5O/H5P/H5E
@@ -383,13 +384,16 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld columns requested", path, xn,
                        (long long)cols);
     h5i_quiet();
+    cleanup_crash_scope(path);  // the data's decompression and conversion: a crash there is exit 3
     hid_t file = H5I_INVALID_HID;
     int rc = open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, msg);
     if (rc == DS_OK && yname)
         rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, msg);
-    return h5i_close_file(file, path, rc, msg);
+    rc = h5i_close_file(file, path, rc, msg);
+    cleanup_crash_scope(NULL);
+    return rc;
 }
 
 int h5io_has_dataset(const char *path, const char *name)

@@ -2,7 +2,7 @@
 // small vectors) run once in a throw-away worker process (core/probe.h) before they run here, so that a
 // crash inside libhdf5 on a hostile file becomes exit 3 with one line naming the file and the signal.
 // Bulk reads (h5io_read_lsq_rows, h5io_read_labelled_rows, h5io_read_keys) are not repeated: they come
-// after their probe has passed. Without a helper (tests, tools) every reader runs in-process only.
+// after their probe has passed, inside a crash scope (core/cleanup.h) that makes a crash in them exit 3. Without a helper (tests, tools) every reader runs in-process only.
 // provides: h5io_guard_check, h5i_guard
 #include <limits.h>
 #include <stdint.h>

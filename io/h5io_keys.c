@@ -5,6 +5,7 @@
 
 #include "h5io.h"
 #include "h5io_internal.h"
+#include "core/cleanup.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -122,6 +123,7 @@ int h5io_read_keys(const char *path, const char *name, int type, int64_t row0, i
     char dn[NAME_MAX_LEN];
     DS_CHECK(h5i_norm_name(path, name, dn, msg));
     h5i_quiet();
+    cleanup_crash_scope(path);  // the data's decompression and conversion: a crash there is exit 3
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int stored = 0;
     int64_t len = 0;
@@ -135,7 +137,9 @@ int h5io_read_keys(const char *path, const char *name, int type, int64_t row0, i
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read elements %lld..%lld", path, dn, (long long)row0,
                      (long long)(row0 + n - 1));
     h5i_close_obj(d);
-    return h5i_close_file(file, path, rc, msg);
+    rc = h5i_close_file(file, path, rc, msg);
+    cleanup_crash_scope(NULL);
+    return rc;
 }
 
 int h5io_create_keys(const char *path, int create, const char *name, int type, int64_t n, ds_msg *msg)

@@ -2,6 +2,7 @@
 // provides: h5io_probe_labelled, h5io_read_labelled_rows
 #include <stdlib.h>
 
+#include "core/cleanup.h"
 #include "h5io.h"
 #include "h5io_internal.h"
 
@@ -96,11 +97,14 @@ int h5io_read_labelled_rows(const char *path, const char *xname, const char *lna
     DS_CHECK(h5i_norm_name(path, xname, xn, msg));
     DS_CHECK(h5i_norm_name(path, lname, ln, msg));
     h5i_quiet();
+    cleanup_crash_scope(path);  // the data's decompression and conversion: a crash there is exit 3
     hid_t file = H5I_INVALID_HID;
     int rc = h5i_open_ro(path, &file, msg);
     if (rc == DS_OK)
         rc = h5i_read_float_rows(file, path, xn, row0, nrows, cols, x_f32, X, msg);
     if (rc == DS_OK)
         rc = read_labels(file, path, ln, row0, nrows, labels, msg);
-    return h5i_close_file(file, path, rc, msg);
+    rc = h5i_close_file(file, path, rc, msg);
+    cleanup_crash_scope(NULL);
+    return rc;
 }

@@ -1,15 +1,17 @@
 // test_units.c: the small pieces on their own: the option parser (the same table makes --help), the
 // generator (the same rows however they are split over threads or ranks), the JSON writer, and the
 // vectorised tanh of the network's CPU path against libm; the probe worker's verdicts when a check
-// answers, crashes or exits.
+// answers, crashes or exits; a crash inside a read's crash scope (exit 3 and one line) and outside it.
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cleanup.h"
 #include "core/gen.h"
 #include "core/probe.h"
+#include <sys/wait.h>
 #include "harness.h"
 #include "cli/opts.h"
 #include "cli/report.h"
@@ -167,8 +169,43 @@ static void test_probe(void)
     CHECK(rc == DS_ERR_INPUT && signo == 0, "probe after a crash: rc %d signo %d", rc, signo);
 }
 
+// A crash inside a crash scope is exit 3 with the file's line; after the scope, the signal as before it.
+static void test_crash_scope(void)
+{
+    for (int inside = 1; inside >= 0; inside--) {
+        int fd[2];
+        CHECK(pipe(fd) == 0, "pipe");
+        const pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fd[1], STDERR_FILENO);
+            cleanup_crash_scope("crafted.h5");
+            if (!inside)
+                cleanup_crash_scope(NULL);
+            raise(SIGSEGV);
+            _exit(0);
+        }
+        close(fd[1]);
+        char line[256] = "";
+        size_t len = 0;
+        for (ssize_t n; len < sizeof line - 1 && (n = read(fd[0], line + len, sizeof line - 1 - len)) > 0;)
+            len += (size_t)n;
+        line[len] = 0;
+        close(fd[0]);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (inside)
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3 &&
+                      strcmp(line, "dsolve: crafted.h5: the HDF5 library crashed reading its data (SIGSEGV): a damaged "
+                                   "or crafted file\n") == 0,
+                  "crash inside the scope: status %d, '%s'", st, line);
+        else
+            CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "crash after the scope: status %d", st);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    test_crash_scope();        // forks: before MPI_Init
     probe_start(probe_check);  // before MPI_Init, as dsolve's main does
     MPI_Init(&argc, &argv);
     test_probe();
