@@ -73,6 +73,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
         w->qr[0] = NULL;
     }
     DS_CHECK(ctx_agree(ctx, rc));
+    DS_CHECK(ctx->be->mark(ctx, 7));  // the local factor ends: sb_qr_solve reads the time from mark 0
     DS_CHECK(sb_qr_tree(ctx, n1, w->qr[1], w->qr[2]));
     return sb_qr_bcast(ctx, n1, w->qr[1]);
 }

@@ -95,14 +95,17 @@ static int sb_solve(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts
     DS_CHECK(be->mark(ctx, 2));
     DS_CHECK(be->elapsed(ctx, 0, 1, &res->setup_seconds));
     DS_CHECK(be->elapsed(ctx, 1, 2, &res->sweep_seconds));
+    if (method == SB_METHOD_QR)
+        DS_CHECK(be->elapsed(ctx, 0, 7, &res->qr_local_seconds));  // mark 7: sb_qr_factor's local factor done
     return DS_OK;
 }
 
 static void sb_times_max(ds_ctx *ctx, sb_result *res)
 {
-    double t[5] = {res->setup_seconds, res->sweep_seconds, res->check_seconds, res->refine_seconds,
-                   res->setup_seconds + res->sweep_seconds + res->refine_seconds};
-    MPI_Allreduce(MPI_IN_PLACE, t, 5, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    double t[6] = {res->setup_seconds, res->sweep_seconds, res->check_seconds, res->refine_seconds,
+                   res->setup_seconds + res->sweep_seconds + res->refine_seconds, res->qr_local_seconds};
+    MPI_Allreduce(MPI_IN_PLACE, t, 6, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    res->qr_local_seconds = t[5];
     res->setup_seconds = t[0];
     res->sweep_seconds = t[1];
     res->check_seconds = t[2];

@@ -56,6 +56,7 @@ typedef struct sb_result {
     double tried_seconds;  // auto: the method tried first and set aside (wall clock; in solve_seconds)
     int refined;           // cholesky: 1 when the refinement step lowered the normal residual and was kept
     double refine_seconds; // cholesky: the refinement (a solve and a certificate pass); in solve_seconds
+    double qr_local_seconds;  // qr: the rank's own R factor, in setup_seconds (the rest: combining the ranks' R)
     double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
     int streamed;          // 1: X was read chunk by chunk from its source (solvebak_run_rows)
     int64_t chunk_rows;    // streamed: rows a chunk
