@@ -46,6 +46,7 @@
 #                meant to fit one 10-minute call on a bare one-GPU machine (not timed there yet: set
 #                DSOLVE_DEADLINE, and see how long each part took at the end of log.txt)
 # Environment: DSOLVE_BUILD, DSOLVE_PEERS, DSOLVE_PYTHON, DSOLVE_FASHION_DIR, DSOLVE_COMMIT (lib.sh);
+# DSOLVE_CTEST_REGEX (the ctest parts run only the tests it matches, ctest -R);
 # DSOLVE_RUN_TIMEOUT (seconds a run may take, default 300); DSOLVE_DEADLINE (seconds from the start
 # after which no run starts and running ones are cut short: set it below the machine's limit so that
 # the outputs are complete); DSOLVE_HOST_MEMORY (bench's host memory, GB; set from the GPU count on our
@@ -208,6 +209,7 @@ part_info() {
 part_ctest() {
     local label=(-L gpu)
     [ "$part" = ctest ] || label=()
+    [ -z "${DSOLVE_CTEST_REGEX:-}" ] || label+=(-R "$DSOLVE_CTEST_REGEX")
     DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
         run tests ctest --test-dir "$DS_BUILD" "${label[@]}" -j 4 --output-on-failure --timeout 300
 }
