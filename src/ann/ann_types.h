@@ -9,6 +9,7 @@
 #define ANN_TARGET 0.98  // hidden targets live in [−0.98, 0.98] before arctanh
 
 struct ds_ckpt;  // core/ckpt.h
+struct ann_stream;  // ann_stream.h
 
 typedef struct ann_opts {
     int64_t neurons;       // K
@@ -18,6 +19,7 @@ typedef struct ann_opts {
     int classes;           // 0: regression on y; C > 0: y holds labels 0 .. C−1, C one-vs-rest outputs
     int64_t budget_bytes;  // bound on the backend memory of one exchange round or one H chunk; 0: default
     struct ds_ckpt *ckpt;  // --checkpoint and --restart (ann_ckpt.h), or NULL
+    struct ann_stream *stream;  // X streamed by a row source (ann_stream.h), or NULL: in backend memory
 } ann_opts;
 
 #define ANN_RIDGE_REL 1e-10
