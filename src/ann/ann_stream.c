@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ann/ann_io.h"
 #include "h5io.h"
 #include "solve/solve_ops.h"
 
@@ -287,16 +288,20 @@ int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const doubl
 typedef struct predict_bufs {
     void *Wd, *Vd, *H, *Pd;  // backend memory
     double *P, *y;           // host: a chunk's outputs and y
+    int64_t *cls;            // host: a chunk's classes, when written
+    const char *tmp;         // the predictions' temporary file, or NULL
 } predict_bufs;
 
-static int predict_open(ds_ctx *ctx, const ann_model *m, int64_t ch, predict_bufs *b)
+static int predict_open(ds_ctx *ctx, const ann_model *m, int64_t ch, const char *tmp, predict_bufs *b)
 {
     const ds_backend *be = ctx->be;
     const int64_t K1 = m->neurons + 1, C = m->outputs;
     memset(b, 0, sizeof *b);
+    b->tmp = tmp;
     b->P = malloc((size_t)(ch * C) * sizeof(double));
     b->y = malloc((size_t)ch * sizeof(double));
-    if (!b->P || !b->y)
+    b->cls = malloc((size_t)ch * sizeof(int64_t));
+    if (!b->P || !b->y || !b->cls)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     DS_CHECK(ann_upload_new(ctx, &b->Wd, m->W, (size_t)(m->neurons * (m->n + 1)) * sizeof(double)));
     DS_CHECK(ann_upload_new(ctx, &b->Vd, m->V, (size_t)(K1 * C) * sizeof(double)));
@@ -310,7 +315,7 @@ static void predict_close(ds_ctx *ctx, predict_bufs *b)
     for (int i = 0; i < 4; i++)
         if (dev[i])
             ctx->be->free(ctx, dev[i]);
-    free(b->P), free(b->y);
+    free(b->P), free(b->y), free(b->cls);
 }
 
 typedef struct predict_sums {
@@ -338,13 +343,15 @@ static int predict_pass(ds_ctx *ctx, const ann_model *m, ann_source *src, const 
         if (rc == DS_OK)
             rc = be->download(ctx, b->P, b->Pd, (size_t)(nr * C) * sizeof(double));
         const double *y = be->host_memory ? yc : b->y;
-        if (rc == DS_OK && !be->host_memory)
+        if (rc == DS_OK && !be->host_memory && ps)
             rc = be->download(ctx, b->y, yc, (size_t)nr * sizeof(double));
-        if (rc == DS_OK && pass == 0)
+        if (rc == DS_OK && pass == 0 && b->tmp)
+            rc = ann_predictions_rows(m, b->tmp, s->row0 + at, nr, b->P, b->cls, &ctx->msg);
+        if (rc == DS_OK && pass == 0 && ps)
             rc = ann_targets_bad(ctx, source, s->row0 + at, y, nr, m->classes);
-        if (rc == DS_OK && pass == 0)
+        if (rc == DS_OK && pass == 0 && ps)
             ann_metrics_sum1(m, b->P, y, nr, ps->s, &ps->correct);
-        else if (rc == DS_OK)
+        else if (rc == DS_OK && ps)
             ann_metrics_sum2(b->P, y, nr, ps->mean, ps->c);
         at += nr;
     }
@@ -353,7 +360,7 @@ static int predict_pass(ds_ctx *ctx, const ann_model *m, ann_source *src, const 
 }
 
 int ann_stream_predict(ds_ctx *ctx, const ann_model *m, ann_source *src, const char *source, int has_y,
-                       ann_metrics *met)
+                       const char *tmp, ann_metrics *met)
 {
     if (src->rows.cols != m->n)
         return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld columns; the model takes %lld", source,
@@ -361,13 +368,16 @@ int ann_stream_predict(ds_ctx *ctx, const ann_model *m, ann_source *src, const c
     predict_bufs b;
     predict_sums ps;
     memset(&ps, 0, sizeof ps);
-    int rc = ctx_agree(ctx, predict_open(ctx, m, src->rows.chunk_rows, &b));
+    predict_sums *sums = has_y ? &ps : NULL;
+    int rc = ctx_agree(ctx, predict_open(ctx, m, src->rows.chunk_rows, tmp, &b));
     source_feed(src, ANN_FEED_Y);
-    for (int pass = 0; rc == DS_OK && has_y && pass < 2; pass++) {
-        rc = ctx_agree(ctx, predict_pass(ctx, m, src, source, pass, &b, &ps));
-        if (rc == DS_OK && pass == 0 && !ann_metrics_means(ctx, m, ps.s, ps.correct, met, ps.mean))
-            break;
-        if (rc == DS_OK && pass == 1)
+    // Pass 0: the outputs, written as they are made (the ranks in turns: one file), and the first sums.
+    for (int turn = 0; rc == DS_OK && turn < (tmp ? ctx->nranks : 1); turn++)
+        rc = ctx_agree(ctx, !tmp || turn == ctx->rank ? predict_pass(ctx, m, src, source, 0, &b, sums) : DS_OK);
+    if (rc == DS_OK && has_y && ann_metrics_means(ctx, m, ps.s, ps.correct, met, ps.mean)) {
+        b.tmp = NULL;
+        rc = ctx_agree(ctx, predict_pass(ctx, m, src, source, 1, &b, sums));
+        if (rc == DS_OK)
             ann_metrics_finish(ctx, ps.c, met);
     }
     predict_close(ctx, &b);

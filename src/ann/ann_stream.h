@@ -65,9 +65,10 @@ void ann_stream_dev(ann_stream *st, const ds_data *d, ann_dev *dv);
 // collective.
 int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const double *Wd, int64_t ld, int64_t gsize,
                     double *acc);
-// ann_predict over a streamed set: the metrics (has_y) over all ranks. Collective.
+// ann_predict over a streamed set: the metrics (has_y) over all ranks; with tmp (ann_predictions_begin's
+// file), the outputs written into it as they are made. Collective.
 int ann_stream_predict(ds_ctx *ctx, const ann_model *m, ann_source *src, const char *source, int has_y,
-                       ann_metrics *met);
+                       const char *tmp, ann_metrics *met);
 
 // ann.c's pieces that a streamed run shares (the same expressions, so the same bits): the rows of an
 // H chunk of width ld within o's memory bound, the targets' statistics and checks, the metrics' sums

@@ -246,7 +246,7 @@ static int ann_timed(ds_ctx *ctx, ann_run *r)
 static int ann_metrics_of(ds_ctx *ctx, ann_run *r, ds_data *d, ann_source *src, double *P, ann_metrics *met)
 {
     if (src->open)
-        return ann_stream_predict(ctx, &r->m, src, d->source, 1, met);
+        return ann_stream_predict(ctx, &r->m, src, d->source, 1, NULL, met);
     return ann_predict(ctx, &r->m, d, 1, P, met);
 }
 
