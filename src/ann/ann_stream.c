@@ -15,21 +15,39 @@
 // ---------------------------------------------------------------------------------------------------
 // Sources
 
+// A read that failed without naming the dataset (a file truncated or rewritten while it streams fails
+// at its open): the dataset and rows added, so that the one line says what was being read.
+static int feed_failed(int rc, const char *name, int64_t row0, int64_t nrows, ds_msg *msg)
+{
+    const char *bare = name[0] == '/' ? name + 1 : name;
+    if (strstr(msg->text, bare))
+        return rc;
+    char text[sizeof msg->text];
+    snprintf(text, sizeof text, "%.400s, reading dataset /%.40s rows %lld to %lld", msg->text, bare, (long long)row0,
+             (long long)(row0 + nrows - 1));
+    snprintf(msg->text, sizeof msg->text, "%s", text);
+    return rc;
+}
+
 // The producer of a file source (on the reader thread): rows of X and y (or labels) as h5io reads them,
 // y then turned into the pass's target.
 static int feed_read(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
     const ann_feed *f = arg;
+    int rc;
     if (f->classes) {
-        DS_CHECK(h5io_read_labelled_rows(f->path, f->xname, f->yname, row0, nrows, f->cols, 0, X, f->labels, msg));
+        rc = h5io_read_labelled_rows(f->path, f->xname, f->yname, row0, nrows, f->cols, 0, X, f->labels, msg);
+        if (rc != DS_OK)
+            return feed_failed(rc, f->xname, row0, nrows, msg);
         for (int64_t i = 0; i < nrows; i++)
             y[i] = f->labels[i];  // the labels are their own targets
         return DS_OK;
     }
     if (!f->yname[0])
         memset(y, 0, (size_t)nrows * sizeof(double));
-    DS_CHECK(h5io_read_lsq_rows(f->path, f->xname, f->yname[0] ? f->yname : NULL, row0, nrows, f->cols, 0, X, y,
-                                msg));
+    rc = h5io_read_lsq_rows(f->path, f->xname, f->yname[0] ? f->yname : NULL, row0, nrows, f->cols, 0, X, y, msg);
+    if (rc != DS_OK)
+        return feed_failed(rc, f->xname, row0, nrows, msg);
     if (f->mode == ANN_FEED_Z)
         for (int64_t i = 0; i < nrows; i++)
             y[i] = ann_z_of(&f->map, y[i]);
@@ -119,6 +137,8 @@ static int targets_stats_file(ds_ctx *ctx, ann_source *src, const ds_data *d, in
         const int64_t nr = rows - r < ch ? rows - r : ch;
         ctx_beat(ctx, src->rows.phase);
         rc = h5io_read_keys(f->path, f->yname, H5IO_KEY_F64, d->row0 + r, nr, buf, &ctx->msg);
+        if (rc != DS_OK)
+            rc = feed_failed(rc, f->yname, d->row0 + r, nr, &ctx->msg);
         if (rc == DS_OK)
             rc = ann_targets_bad(ctx, d->source, d->row0 + r, buf, nr, classes);
         for (int64_t i = 0; rc == DS_OK && i < nr; i++)
