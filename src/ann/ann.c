@@ -334,7 +334,7 @@ static int hidden_layer(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
         ann_dev dv;
         ann_stream_dev(o->stream, d, &dv);
         ctx_beat(ctx, "ann: the hidden neurons' fits");
-        return ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
+        return ann_fit_hidden(ctx, ops, &dv, o, S, o->hidden_bytes > 0 ? o->hidden_bytes : ann_budget(ctx, o), m);
     }
     void *zd = NULL;
     int rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg->z, (size_t)d->X.rows * sizeof(double)));

@@ -18,6 +18,7 @@ typedef struct ann_opts {
     uint64_t seed;         // draws the subsets
     int classes;           // 0: regression on y; C > 0: y holds labels 0 .. C−1, C one-vs-rest outputs
     int64_t budget_bytes;  // bound on the backend memory of one exchange round or one H chunk; 0: default
+    int64_t hidden_bytes;  // streamed: bound on a round of hidden fits (each round is a pass over X); 0: budget_bytes
     struct ds_ckpt *ckpt;  // --checkpoint and --restart (ann_ckpt.h), or NULL
     struct ann_stream *stream;  // X streamed by a row source (ann_stream.h), or NULL: in backend memory
 } ann_opts;

@@ -196,7 +196,7 @@ static int ann_load(ds_ctx *ctx, ann_run *r)
     if (opts_given(a, "input")) {
         DS_CHECK(ann_load_set(ctx, r, opts_str(a, "input"), &r->train, &r->st.train, &r->plan, NULL));
         if (r->plan.stream)
-            r->o.budget_bytes = r->plan.budget, r->o.stream = &r->st;
+            r->o.budget_bytes = r->plan.budget, r->o.hidden_bytes = r->plan.hidden, r->o.stream = &r->st;
         r->has_test = opts_given(a, "test");
         ann_plan tp;
         return r->has_test ? ann_load_set(ctx, r, opts_str(a, "test"), &r->test, &r->st.test, &tp, &r->plan) : DS_OK;

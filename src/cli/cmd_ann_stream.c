@@ -36,7 +36,7 @@ int ann_cli_plan(ds_ctx *ctx, const ds_args *a, const ds_data *d, const ann_weig
     const double row = (double)d->X.cols * 8 + 8;
     const double in_memory = (double)d->X.rows * (row + w->row_extra) + (double)(w->budget > 0 ? w->budget : w->budget0) +
                              w->fixed;
-    int64_t chunk = 0, budget = 0;
+    int64_t chunk = 0, budget = 0, hidden = 0;
     int rc = DS_OK;
     if (in_memory > caps.backend) {
         budget = (int64_t)plan_budget(&caps, w);
@@ -46,16 +46,21 @@ int ann_cli_plan(ds_ctx *ctx, const ds_args *a, const ds_data *d, const ann_weig
         chunk = chunk < h ? chunk : h > ROWS_MIN_CHUNK ? h : ROWS_MIN_CHUNK;
         if (chunk < ROWS_MIN_CHUNK)
             rc = plan_fail(ctx, &caps, cap_name, d, w);
+        // The rounds of hidden fits come before the Gram's buffers: all that the chunks leave, less a margin
+        // for the gathers' row lists (a sixth of a round's rows).
+        hidden = (int64_t)fmax((double)budget, 0.8 * (caps.backend - w->fixed - 2.0 * (double)chunk * row));
     }
     DS_CHECK(ctx_agree(ctx, rc));
     // X and y kept in host memory when they fit the host cap with room to spare (a device backend only),
     // so that the passes cross the bus instead of reading the file again.
     const int64_t host = !ctx->be->host_memory && (double)d->X.rows * (row + 16) <= 0.8 * caps.host;
-    int64_t v[4] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN, budget > 0 ? -budget : INT64_MIN, -host};
-    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MAX, ctx->comm);
+    // MAX of: any streams, the least chunk, budget and rounds' bound (the rounds must match), all fit the host.
+    int64_t v[5] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN, budget > 0 ? -budget : INT64_MIN,
+                    hidden > 0 ? -hidden : INT64_MIN, -host};
+    MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT64_T, MPI_MAX, ctx->comm);
     *p = (ann_plan){.stream = v[0] > 0, .chunk = v[0] > 0 ? -v[1] : 0, .budget = v[0] > 0 ? -v[2] : 0,
-                    .fixed = w->fixed};
-    p->from_memory = p->stream && v[3] == -1;
+                    .hidden = v[0] > 0 ? -v[3] : 0, .fixed = w->fixed};
+    p->from_memory = p->stream && v[4] == -1;
     return DS_OK;
 }
 

@@ -11,7 +11,9 @@ typedef struct ann_plan {
     int stream;       // every rank streams (one rank's rows not fitting is enough)
     int from_memory;  // device backend: X and y kept in pinned host memory, the chunks cross the bus
     int64_t chunk;    // rows a chunk, the least over ranks
-    int64_t budget;   // bytes of the hidden rounds and of an H chunk (ann_opts.budget_bytes)
+    int64_t budget;   // bytes of an H chunk and, in memory, of a round of hidden fits (ann_opts.budget_bytes)
+    int64_t hidden;   // bytes of a round of hidden fits: what the caps leave beside the chunks, so that the
+                      // rounds, each a pass over X, are few (ann_opts.hidden_bytes)
     double fixed;     // the working bytes besides the chunks (for the summary)
 } ann_plan;
 
