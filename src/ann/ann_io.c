@@ -107,7 +107,7 @@ int ann_model_read(ds_ctx *ctx, const char *path, ann_model *m)
     memset(m, 0, sizeof *m);
     int rc = ctx_agree(ctx, model_read_file(path, m, &ctx->msg));
     if (rc != DS_OK)
-        ann_model_free(m);
+        free(m->W), free(m->V), m->W = m->V = NULL;
     return rc;
 }
 

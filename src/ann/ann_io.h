@@ -5,7 +5,8 @@
 #ifndef DS_ANN_IO_H
 #define DS_ANN_IO_H
 
-#include "ann/ann.h"
+#include "ann/ann_types.h"
+#include "core/data.h"
 
 // Rank 0 writes /W (K × (n+1)) and /V ((K+1) × outputs) with the model's attributes on /V (source and
 // options as text) to a temporary file and renames it when complete. Collective.

@@ -11,9 +11,10 @@
 #ifndef DS_ANN_STREAM_H
 #define DS_ANN_STREAM_H
 
-#include "ann/ann.h"
+#include "ann/ann_types.h"
 #include "ann/ann_rows.h"
 #include "ann/ann_target.h"
+#include "core/data.h"
 #include "core/rows.h"
 
 enum { ANN_FEED_Y, ANN_FEED_Z, ANN_FEED_TC };  // what a chunk's y holds: y (or labels), z, tc

@@ -1,6 +1,6 @@
-// ann_types.h: the network's options and model, shared by the algorithm (ann.c), its hidden layer and
+// ann_types.h: the network's options, model and metrics, shared by the algorithm (ann.c), its hidden layer and
 // row exchange (ann_hidden.c, ann_rows.c) and the model file (ann_io.c).
-// provides: ann_opts, ann_model, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
+// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
 #ifndef DS_ANN_TYPES_H
 #define DS_ANN_TYPES_H
 
@@ -38,5 +38,11 @@ typedef struct ann_model {
     int64_t subset;
     uint64_t seed;
 } ann_model;
+
+typedef struct ann_metrics {
+    int64_t rows;
+    double r, rmse, r2;  // Pearson r, root mean square error, R² (regression; NaN with classes)
+    double accuracy;     // fraction of rows whose largest output is their label (NaN for regression)
+} ann_metrics;
 
 #endif
