@@ -93,6 +93,31 @@ for np in $nps; do
         same "$mode predict np $np $cap" predict
     done
 done
+# Classes: labels streamed with X (a 19 MB labelled file under an 8M cap), the same model and classes.
+"$py" -c "
+import h5py, numpy as np
+X = np.random.default_rng(1).uniform(-.5, .5, (300000, 8))
+with h5py.File('cls.h5', 'w') as f: f['X'] = X; f['labels'] = np.floor((np.sin(X.sum(1)) + 1) * 1.5).clip(0, 2).astype(np.int32)"
+small=(--device-memory 8M --host-memory 8M)
+[ "$mode" = gpu ] || small=(--host-memory 8M)
+cls=(--input cls.h5 --classes 3 --neurons 30 --memory-mb 2 --json)
+cli_cmd=(ann)
+run 1 "${cls[@]}" --output cm.h5
+cp out.txt mem.json
+run 1 "${cls[@]}" "${small[@]}"
+"$py" -c "
+import json; m = json.load(open('mem.json')); s = json.load(open('out.txt'))
+assert s['streamed'] and not m['streamed'], (m['streamed'], s['streamed'])
+assert abs(s['train_accuracy'] - m['train_accuracy']) <= 1e-12 and ('$mode' == 'gpu' or s['weights_digest'] == m['weights_digest']), (m, s)" &&
+    ok || bad "classes streamed: $(cat out.txt err.txt)"
+cli_cmd=(predict)
+run 1 --model cm.h5 --input cls.h5 --output mem.h5
+run 1 --model cm.h5 --input cls.h5 --output str.h5 --json "${small[@]}"
+"$py" -c "
+import h5py, numpy as np; a, b = h5py.File('mem.h5'), h5py.File('str.h5')
+assert (a['class'][:] == b['class'][:]).all() and np.abs(a['yhat'][:] - b['yhat'][:]).max() <= 1e-12" &&
+    grep -q '"streamed":true' out.txt && ok || bad "classes predict streamed: $(cat out.txt err.txt)"
+
 read -ra c <<<"${caps[0]}"
 if [ "$mode" = gpu ]; then
     grep -q '"stream_source":"host memory"' str.json && ok || bad "without a host cap: not from host memory: $(cat str.json)"
