@@ -30,6 +30,17 @@ __global__ void gather_fit_kernel(const double *X, int64_t n, const double *z, c
     }
 }
 
+__global__ void gather_chunk_kernel(const double *X, int64_t n, const double *z, int64_t c0, const int64_t *idx,
+                                    const int64_t *pos, int64_t count, double *dst)
+{
+    const int64_t w = n + 2;
+    GRID_STRIDE(e, count * w)
+    {
+        int64_t i = e / w, j = e - i * w, r = idx[i] - c0;
+        dst[pos[i] * w + j] = j < n ? X[r * n + j] : j == n ? 1.0 : z[r];
+    }
+}
+
 // Where row e = k·S + j of the round's subsets sits in the exchange layout (kernels/ann.h, route), and
 // its owner r: a binary search of j in the neuron's owner offsets lo[0] = 0 ≤ … ≤ lo[p] = S.
 __device__ int64_t route_place(const int64_t *tab, int64_t nb, int64_t S, int p, int64_t e, int *owner)
@@ -172,6 +183,13 @@ extern "C" cudaError_t ds_k_ann_gather_fit(const double *X, int64_t n, const dou
                                            int64_t count, double *dst, cudaStream_t stream)
 {
     LAUNCH(count * (n + 2), gather_fit_kernel, X, n, z, idx, count, dst);
+}
+
+extern "C" cudaError_t ds_k_ann_gather_chunk(const double *X, int64_t n, const double *z, int64_t c0,
+                                             const int64_t *idx, const int64_t *pos, int64_t count, double *dst,
+                                             cudaStream_t stream)
+{
+    LAUNCH(count * (n + 2), gather_chunk_kernel, X, n, z, c0, idx, pos, count, dst);
 }
 
 extern "C" cudaError_t ds_k_ann_route_requests(const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,

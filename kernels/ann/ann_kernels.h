@@ -1,6 +1,6 @@
 // ann.h (kernels): the extern "C" launchers of the network's kernels (kernels/ann.cu). Each queues its
 // work on stream and returns cudaGetLastError(); none synchronizes. All pointers are device memory.
-// provides: ds_k_ann_gather_fit, ds_k_ann_route_requests, ds_k_ann_route_place, ds_k_ann_targets,
+// provides: ds_k_ann_gather_fit, ds_k_ann_gather_chunk, ds_k_ann_route_requests, ds_k_ann_route_place, ds_k_ann_targets,
 //           ds_k_ann_ptrs, ds_k_ann_check_fits, ds_k_ann_activate, ds_k_ann_add, ds_k_ann_solve_in,
 //           ds_k_ann_scale_eigen, ds_k_ann_transpose
 #ifndef DS_KERNELS_ANN_H
@@ -17,6 +17,9 @@ extern "C" {
 // dst[i] = (X[idx[i], 0 .. n−1], 1, z[idx[i]]), rows of width n + 2.
 cudaError_t ds_k_ann_gather_fit(const double *X, int64_t n, const double *z, const int64_t *idx, int64_t count,
                                 double *dst, cudaStream_t stream);
+// dst[pos[i]] = (X[idx[i] − c0, 0 .. n−1], 1, z[idx[i] − c0]): a chunk's share of a round's rows.
+cudaError_t ds_k_ann_gather_chunk(const double *X, int64_t n, const double *z, int64_t c0, const int64_t *idx,
+                                  const int64_t *pos, int64_t count, double *dst, cudaStream_t stream);
 
 // The routing of a round's rows (ann_ops.route_requests and route_place in src/ann.h state tab's layout):
 // req[place(e)] = L[e] − start[owner(e)], and A[e] = recv[place(e)] (rows of width doubles), e < nb·S.

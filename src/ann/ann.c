@@ -10,6 +10,7 @@
 
 #include "ann/ann_ckpt.h"
 #include "ann/ann_hidden.h"
+#include "ann/ann_stream.h"
 #include "core/ckpt.h"
 #include "solve/solve_ops.h"
 
@@ -35,7 +36,7 @@ static int64_t gram_size(int64_t ld)
     return ld * ld + ld + 1;
 }
 
-static int64_t chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
+int64_t ann_chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
 {
     int64_t c = ann_budget(ctx, o) / (ld * (int64_t)sizeof(double));
     c = c < 1 ? 1 : c > INT_MAX ? INT_MAX : c;  // BLAS takes int sizes
@@ -130,7 +131,13 @@ static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const 
                        const double *tc, const ann_model *m, const ann_resume *rs, double *acc)
 {
     const int64_t ld = o->neurons + 1 + m->outputs;
-    gram_pass g = {.ch = chunk_rows(ctx, o, ld, d->X.rows), .ld = ld, .gsize = gram_size(ld)};
+    if (o->stream) {  // the stream's chunks are the pass's (its plan takes chunk_rows' when they fit)
+        int rc = ctx_agree(ctx, ann_stream_gram(ctx, o->stream, m, Wd, ld, gram_size(ld), acc));
+        if (rc == DS_OK)
+            rc = ctx_agree(ctx, ctx->be->sync(ctx));
+        return rc == DS_OK ? ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, gram_size(ld))) : rc;
+    }
+    gram_pass g = {.ch = ann_chunk_rows(ctx, o, ld, d->X.rows), .ld = ld, .gsize = gram_size(ld)};
     int rc = ctx_agree(ctx, gram_open(ctx, ops, d, rs, acc, &g));
     if (rc == DS_OK)
         rc = gram_rows(ctx, ops, d, o, Wd, tc, m, &g, acc);
@@ -216,18 +223,23 @@ static int64_t first_bad_target(const double *y, int64_t rows, int classes)
     return -1;
 }
 
-static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int classes)
+int ann_targets_bad(ds_ctx *ctx, const char *source, int64_t row0, const double *y, int64_t rows, int classes)
 {
-    int64_t bad = first_bad_target(y, d->X.rows, classes);
+    int64_t bad = first_bad_target(y, rows, classes);
     if (bad < 0)
         return DS_OK;
     if (classes)
-        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: label %g of row %lld is not a class in 0 .. %d", d->source, y[bad],
-                       (long long)(d->row0 + bad), classes - 1);
-    return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y of row %lld is not finite", d->source, (long long)(d->row0 + bad));
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: label %g of row %lld is not a class in 0 .. %d", source, y[bad],
+                       (long long)(row0 + bad), classes - 1);
+    return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y of row %lld is not finite", source, (long long)(row0 + bad));
 }
 
-// The training targets from y (host copy of the rank's rows), agreed over ranks:
+static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int classes)
+{
+    return ann_targets_bad(ctx, d->source, d->row0, y, d->X.rows, classes);
+}
+
+// The training targets from y (host copy of the rank's rows), agreed over ranks (ann_target.h):
 //   z  (hidden fits): arctanh of y mapped into [−ANN_TARGET, ANN_TARGET] (left as it is when already
 //      inside), computed as y_scale·(y − min) − ANN_TARGET so that a large offset cancels exactly;
 //   tc (output layer): (y − mean) / spread, so that HᵀT keeps its digits whatever y's offset; the
@@ -236,34 +248,34 @@ static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const d
                        ann_targets *tg)
 {
     const int64_t rows = d->X.rows;
-    double lo = INFINITY, hi = -INFINITY, glo, ghi, sum[2] = {0, (double)rows}, gsum[2];
-    for (int64_t i = 0; i < rows; i++)
-        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi, sum[0] += y[i];
-    MPI_Allreduce(&lo, &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
-    MPI_Allreduce(&hi, &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    MPI_Allreduce(sum, gsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm);
-    m->y_scale = 1, m->y_shift = 0;
-    tg->tc_scale = 1, tg->tc_shift = 0;
-    if (o->classes) {
-        memcpy(tg->z, y, (size_t)rows * sizeof(double));
-        memcpy(tg->tc, y, (size_t)rows * sizeof(double));
-        return DS_OK;
-    }
-    if (!(ghi > glo))
-        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", d->source, glo);
-    const int map = glo < -ANN_TARGET || ghi > ANN_TARGET;
-    if (map) {
-        m->y_scale = 2 * ANN_TARGET / (ghi - glo);
-        m->y_shift = -ANN_TARGET - m->y_scale * glo;
-    }
-    tg->tc_shift = gsum[0] / gsum[1];
-    tg->tc_scale = 0.5 * (ghi - glo);
+    double st[4];
+    ann_y_stats(y, rows, st);
+    ann_ymap t;
+    DS_CHECK(ann_ymap_agree(ctx, d->source, st, o->classes, &t, m));
+    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift;
     for (int64_t i = 0; i < rows; i++) {
-        double u = map ? m->y_scale * (y[i] - glo) - ANN_TARGET : y[i];
-        u = u < -ANN_TARGET ? -ANN_TARGET : u > ANN_TARGET ? ANN_TARGET : u;
-        tg->z[i] = atanh(u);
-        tg->tc[i] = (y[i] - tg->tc_shift) / tg->tc_scale;
+        tg->z[i] = ann_z_of(&t, y[i]);
+        tg->tc[i] = ann_tc_of(&t, y[i]);
     }
+    return DS_OK;
+}
+
+void ann_y_stats(const double *y, int64_t rows, double st[4])
+{
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < rows; i++)
+        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi, sum += y[i];
+    st[0] = lo, st[1] = hi, st[2] = sum, st[3] = (double)rows;
+}
+
+int ann_ymap_agree(ds_ctx *ctx, const char *source, const double st[4], int classes, ann_ymap *t, ann_model *m)
+{
+    double glo, ghi, gsum[2];
+    MPI_Allreduce(&st[0], &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
+    MPI_Allreduce(&st[1], &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    MPI_Allreduce(&st[2], gsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    if (!ann_ymap_make(glo, ghi, gsum[0], gsum[1], classes, t, m))
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", source, glo);
     return DS_OK;
 }
 
@@ -280,6 +292,15 @@ static int targets_make(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_mo
         rc = ctx_agree(ctx, targets_map(ctx, d, o, y, m, tg));
     free(y);
     return rc;
+}
+
+// The streamed run's targets: the map set on its source, the output's scale here.
+static int stream_targets(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_targets *tg)
+{
+    ann_ymap t;
+    DS_CHECK(ann_stream_targets(ctx, o->stream, d, o->classes, m, &t));
+    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift;
+    return DS_OK;
 }
 
 static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t *S)
@@ -309,9 +330,15 @@ static int hidden_layer(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
         m->failed = rs->failed;
         return DS_OK;
     }
+    if (o->stream) {
+        ann_dev dv;
+        ann_stream_dev(o->stream, d, &dv);
+        ctx_beat(ctx, "ann: the hidden neurons' fits");
+        return ann_fit_hidden(ctx, ops, &dv, o, S, o->hidden_bytes > 0 ? o->hidden_bytes : ann_budget(ctx, o), m);
+    }
     void *zd = NULL;
     int rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg->z, (size_t)d->X.rows * sizeof(double)));
-    ann_dev dv = {&d->X, zd, d->row0, d->rows_global};
+    ann_dev dv = {.X = &d->X, .z = zd, .row0 = d->row0, .m = d->rows_global};
     ctx_beat(ctx, "ann: the hidden neurons' fits");
     if (rc == DS_OK)
         rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
@@ -332,15 +359,17 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
                      .subset = S, .seed = o->seed};
     m->W = malloc((size_t)(K * (n + 1)) * sizeof(double));
     m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
-    const size_t rb = (size_t)(d->X.rows ? d->X.rows : 1) * sizeof(double);
+    const size_t rb = (size_t)(d->X.rows && !o->stream ? d->X.rows : 1) * sizeof(double);
     ann_targets tg = {malloc(rb), malloc(rb), 1, 0};
     ann_resume rs = {0};
     const int resume = o->ckpt && o->ckpt->restart;
     void *tcd = NULL, *Wd = NULL;
     int rc = m->W && m->V && tg.z && tg.tc ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc);
-    if (rc == DS_OK)
+    if (rc == DS_OK && !o->stream)
         rc = targets_make(ctx, d, o, m, &tg);
+    if (rc == DS_OK && o->stream)
+        rc = stream_targets(ctx, d, o, m, &tg);
     if (rc == DS_OK && resume)
         rc = ann_ckpt_read(ctx, o, n, gram_size(K + 1 + m->outputs), d->rows_global, &rs);
     if (rc == DS_OK)
@@ -356,7 +385,7 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
         rc = ann_ckpt_fitted(ctx, o, m, d->rows_global);
     if (rc == DS_OK)
         rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
-    if (rc == DS_OK)
+    if (rc == DS_OK && !o->stream)
         rc = ann_upload_new(ctx, &tcd, tg.tc, (size_t)d->X.rows * sizeof(double));
     rc = ctx_agree(ctx, rc);
     ctx_beat(ctx, "ann: the output layer");
@@ -370,100 +399,6 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
         ctx->be->free(ctx, tcd);
     free(tg.z), free(tg.tc);
     ann_resume_free(&rs);
-    return rc;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Prediction and metrics.
-
-static int predict_rows(ds_ctx *ctx, const ann_ops *ops, const ann_model *m, const ds_data *d, double *P)
-{
-    const ds_backend *be = ctx->be;
-    const int64_t n = m->n, K = m->neurons, K1 = K + 1, C = m->outputs;
-    ann_opts o = {0};
-    const int64_t ch = chunk_rows(ctx, &o, K1 + C, d->X.rows);
-    void *Wd = NULL, *Vd = NULL, *H = NULL, *Pd = NULL;
-    int rc = ann_upload_new(ctx, &Wd, m->W, (size_t)(K * (n + 1)) * sizeof(double));
-    if (rc == DS_OK)
-        rc = ann_upload_new(ctx, &Vd, m->V, (size_t)(K1 * C) * sizeof(double));
-    if (rc == DS_OK)
-        rc = be->alloc(ctx, &H, (size_t)(ch * K1) * sizeof(double));
-    if (rc == DS_OK)
-        rc = be->alloc(ctx, &Pd, (size_t)(ch * C) * sizeof(double));
-    for (int64_t r = 0; rc == DS_OK && r < d->X.rows; r += ch) {
-        int64_t nr = d->X.rows - r < ch ? d->X.rows - r : ch;
-        rc = ops->forward(ctx, (const double *)d->X.data + r * n, nr, n, Wd, K, NULL, C, H, K1);
-        if (rc == DS_OK)
-            rc = ops->output(ctx, H, nr, K1, K, Vd, C, Pd);
-        if (rc == DS_OK)
-            rc = be->download(ctx, P + r * C, Pd, (size_t)(nr * C) * sizeof(double));
-    }
-    void *bufs[] = {Wd, Vd, H, Pd};
-    for (int i = 0; i < 4; i++)
-        if (bufs[i])
-            be->free(ctx, bufs[i]);
-    return rc;
-}
-
-// Metrics over all ranks' rows: two passes (means first) so that r near 1 keeps its digits.
-static void metrics_of(ds_ctx *ctx, const ann_model *m, const double *P, const double *y, int64_t rows,
-                       ann_metrics *met)
-{
-    const int64_t C = m->outputs;
-    double s[3] = {0, 0, (double)rows}, g[3];
-    int64_t correct = 0, gc = 0;
-    for (int64_t i = 0; i < rows; i++) {
-        if (m->classes) {
-            int64_t best = 0;
-            for (int64_t c = 1; c < C; c++)
-                best = P[i * C + c] > P[i * C + best] ? c : best;
-            correct += best == (int64_t)y[i];
-        } else {
-            s[0] += y[i], s[1] += P[i];
-        }
-    }
-    MPI_Allreduce(s, g, 3, MPI_DOUBLE, MPI_SUM, ctx->comm);
-    MPI_Allreduce(&correct, &gc, 1, MPI_INT64_T, MPI_SUM, ctx->comm);
-    met->rows = (int64_t)g[2];
-    met->accuracy = m->classes ? (double)gc / g[2] : NAN;
-    met->r = met->rmse = met->r2 = NAN;
-    if (m->classes)
-        return;
-    const double my = g[0] / g[2], mp = g[1] / g[2];
-    double c[4] = {0, 0, 0, 0}, gcv[4];  // Σ(y−ȳ)², Σ(p−p̄)², Σ(y−ȳ)(p−p̄), Σ(y−p)²
-    for (int64_t i = 0; i < rows; i++) {
-        double a = y[i] - my, b = P[i] - mp, e = y[i] - P[i];
-        c[0] += a * a, c[1] += b * b, c[2] += a * b, c[3] += e * e;
-    }
-    MPI_Allreduce(c, gcv, 4, MPI_DOUBLE, MPI_SUM, ctx->comm);
-    met->r = gcv[2] / sqrt(gcv[0] * gcv[1]);
-    met->rmse = sqrt(gcv[3] / g[2]);
-    met->r2 = 1 - gcv[3] / gcv[0];
-}
-
-int ann_predict(ds_ctx *ctx, const ann_model *m, const ds_data *d, int has_y, double *P, ann_metrics *met)
-{
-    const int64_t rows = d->X.rows;
-    if (d->X.f32)
-        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_RUNTIME, "the network works on float64 inputs"));
-    if (d->X.cols != m->n)
-        return ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld columns; the model takes %lld", d->source,
-                                      (long long)d->X.cols, (long long)m->n));
-    double *Pl = P ? P : malloc((size_t)(rows ? rows : 1) * (size_t)m->outputs * sizeof(double));
-    double *y = has_y ? malloc((size_t)(rows ? rows : 1) * sizeof(double)) : NULL;
-    int rc = Pl && (y || !has_y) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    if (rc == DS_OK)
-        rc = predict_rows(ctx, ctx->be->ann, m, d, Pl);
-    if (rc == DS_OK && has_y)
-        rc = ctx->be->download(ctx, y, d->y, (size_t)rows * sizeof(double));
-    if (rc == DS_OK && has_y)
-        rc = targets_bad(ctx, d, y, m->classes);
-    rc = ctx_agree(ctx, rc);
-    if (rc == DS_OK && has_y)
-        metrics_of(ctx, m, Pl, y, rows, met);
-    if (Pl != P)
-        free(Pl);
-    free(y);
     return rc;
 }
 

@@ -4,8 +4,8 @@
 // one-vs-rest target ±0.98 of class k mod C); then the output layer solves (HᵀH + λI)·V = HᵀT.
 // Distribution: rows are blocked across ranks; neurons are sharded across ranks, each rank fetching
 // the rows its neurons need from their owners in one exchange; HᵀH and HᵀT are summed in one allreduce.
-// provides: ann_times, ann_metrics, ann_train, ann_predict, ann_model_free (and, through ann_types.h and
-//           ann_ops.h, ann_opts, ann_model, ann_ops, ANN_*)
+// provides: ann_times, ann_train, ann_predict, ann_model_free (and, through ann_types.h and
+//           ann_ops.h, ann_opts, ann_model, ann_metrics, ann_ops, ANN_*)
 #ifndef DS_ANN_H
 #define DS_ANN_H
 
@@ -22,12 +22,6 @@ typedef struct ann_times {
     double solve;   // the output layer
     double total;
 } ann_times;
-
-typedef struct ann_metrics {
-    int64_t rows;
-    double r, rmse, r2;  // Pearson r, root mean square error, R² (regression; NaN with classes)
-    double accuracy;     // fraction of rows whose largest output is their label (NaN for regression)
-} ann_metrics;
 
 // Trains on d (labels as doubles in d->y when o->classes > 0). Collective; m is filled on every rank
 // and holds allocations (ann_model_free) even when training fails.

@@ -26,6 +26,19 @@ static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const do
     return DS_OK;
 }
 
+static int cpu_gather_chunk_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, int64_t c0,
+                                 const int64_t *idx, const int64_t *pos, int64_t count, double *dst)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t r = idx[i] - c0;
+        double *d = dst + pos[i] * (n + 2);
+        memcpy(d, X + r * n, (size_t)n * sizeof(double));
+        d[n] = 1.0;
+        d[n + 1] = z[r];
+    }
+    return DS_OK;
+}
+
 // The routing of ann.h walks a neuron's subset owner by owner: its rows of owner r are one run of A
 // and one run of the exchange layout.
 static int cpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
@@ -415,6 +428,7 @@ static int cpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t out
 
 const ann_ops ann_ops_cpu = {
     .gather_fit_rows = cpu_gather_fit_rows,
+    .gather_chunk_rows = cpu_gather_chunk_rows,
     .route_requests = cpu_route_requests,
     .route_place = cpu_route_place,
     .fit_scratch = cpu_fit_scratch,

@@ -21,6 +21,13 @@ static int gpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const do
     return DS_OK;
 }
 
+static int gpu_gather_chunk_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, int64_t c0,
+                                 const int64_t *idx, const int64_t *pos, int64_t count, double *dst)
+{
+    CUDA_CHECK(ctx, ds_k_ann_gather_chunk(X, n, z, c0, idx, pos, count, dst, state(ctx)->stream));
+    return DS_OK;
+}
+
 static int gpu_route_requests(ds_ctx *ctx, const int64_t *L, int64_t nb, int64_t S, int p, const int64_t *tab,
                               int64_t *req)
 {
@@ -235,6 +242,7 @@ static int gpu_solve(ds_ctx *ctx, double *S, int64_t ld, int64_t K1, int64_t out
 
 const ann_ops ann_ops_cuda = {
     .gather_fit_rows = gpu_gather_fit_rows,
+    .gather_chunk_rows = gpu_gather_chunk_rows,
     .route_requests = gpu_route_requests,
     .route_place = gpu_route_place,
     .fit_scratch = gpu_fit_scratch,

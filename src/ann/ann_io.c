@@ -107,46 +107,54 @@ int ann_model_read(ds_ctx *ctx, const char *path, ann_model *m)
     memset(m, 0, sizeof *m);
     int rc = ctx_agree(ctx, model_read_file(path, m, &ctx->msg));
     if (rc != DS_OK)
-        ann_model_free(m);
+        free(m->W), free(m->V), m->W = m->V = NULL;
     return rc;
 }
 
 // ---------------------------------------------------------------------------------------------------
 
-static int predictions_block(const ann_model *m, const ds_data *d, const double *P, const char *tmp, ds_msg *msg)
+int ann_predictions_rows(const ann_model *m, const char *tmp, int64_t row0, int64_t rows, const double *P,
+                         int64_t *cls, ds_msg *msg)
 {
-    const int64_t rows = d->X.rows, C = m->outputs;
-    DS_CHECK(h5io_write_rows(tmp, "yhat", d->row0, rows, m->classes ? C : 0, 0, P, msg));
+    const int64_t C = m->outputs;
+    DS_CHECK(h5io_write_rows(tmp, "yhat", row0, rows, m->classes ? C : 0, 0, P, msg));
     if (!m->classes)
         return DS_OK;
-    int64_t *cls = malloc((size_t)(rows ? rows : 1) * sizeof(int64_t));
-    if (!cls)
-        return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
     for (int64_t i = 0; i < rows; i++) {
         int64_t best = 0;
         for (int64_t c = 1; c < C; c++)
             best = P[i * C + c] > P[i * C + best] ? c : best;
         cls[i] = best;
     }
-    int rc = h5io_write_keys(tmp, "class", H5IO_KEY_I64, d->row0, rows, cls, msg);
+    return h5io_write_keys(tmp, "class", H5IO_KEY_I64, row0, rows, cls, msg);
+}
+
+static int predictions_block(const ann_model *m, const ds_data *d, const double *P, const char *tmp, ds_msg *msg)
+{
+    int64_t *cls = m->classes ? malloc((size_t)(d->X.rows ? d->X.rows : 1) * sizeof(int64_t)) : NULL;
+    if (m->classes && !cls)
+        return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = ann_predictions_rows(m, tmp, d->row0, d->X.rows, P, cls, msg);
     free(cls);
     return rc;
 }
 
-int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, const double *P, const char *path)
+int ann_predictions_begin(ds_ctx *ctx, const ann_model *m, int64_t rows_global, const char *path, char *tmp,
+                          size_t len)
 {
-    char tmp[4200];
-    h5io_part_name(path, ctx->job_tag, tmp, sizeof tmp);
+    h5io_part_name(path, ctx->job_tag, tmp, len);
     cleanup_add(tmp);
     int rc = DS_OK;
     if (ctx->rank == 0) {
-        rc = h5io_create_dataset(tmp, 1, "yhat", d->rows_global, m->classes ? m->outputs : 0, &ctx->msg);
+        rc = h5io_create_dataset(tmp, 1, "yhat", rows_global, m->classes ? m->outputs : 0, &ctx->msg);
         if (rc == DS_OK && m->classes)
-            rc = h5io_create_keys(tmp, 0, "class", H5IO_KEY_I64, d->rows_global, &ctx->msg);
+            rc = h5io_create_keys(tmp, 0, "class", H5IO_KEY_I64, rows_global, &ctx->msg);
     }
-    rc = ctx_agree(ctx, rc);
-    for (int turn = 0; rc == DS_OK && turn < ctx->nranks; turn++)
-        rc = ctx_agree(ctx, turn == ctx->rank ? predictions_block(m, d, P, tmp, &ctx->msg) : DS_OK);
+    return ctx_agree(ctx, rc);
+}
+
+int ann_predictions_end(ds_ctx *ctx, int rc, const char *tmp, const char *path)
+{
     if (rc == DS_OK && ctx->rank == 0)
         rc = h5io_commit(tmp, path, &ctx->msg);
     rc = ctx_agree(ctx, rc);
@@ -154,6 +162,15 @@ int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, con
         h5io_discard(tmp);
     cleanup_remove(tmp);
     return rc;
+}
+
+int ann_predictions_write(ds_ctx *ctx, const ann_model *m, const ds_data *d, const double *P, const char *path)
+{
+    char tmp[4200];
+    int rc = ann_predictions_begin(ctx, m, d->rows_global, path, tmp, sizeof tmp);
+    for (int turn = 0; rc == DS_OK && turn < ctx->nranks; turn++)
+        rc = ctx_agree(ctx, turn == ctx->rank ? predictions_block(m, d, P, tmp, &ctx->msg) : DS_OK);
+    return ann_predictions_end(ctx, rc, tmp, path);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -15,6 +15,11 @@ typedef struct ann_ops {
     // dst[i] = (X[idx[i], 0 .. n−1], 1, z[idx[i]]): rows of width n + 2 (idx: backend memory).
     int (*gather_fit_rows)(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
                            int64_t count, double *dst);
+    // The same rows from a chunk of local rows c0 .. c0+rows−1 (X: rows × n, z: rows):
+    // dst[pos[i]] = (X[idx[i] − c0, 0 .. n−1], 1, z[idx[i] − c0]) for i < count, every idx[i] in the chunk
+    // (idx, pos: backend memory). A streamed pass gathers a round's rows by these as its chunks pass.
+    int (*gather_chunk_rows)(ds_ctx *ctx, const double *X, int64_t n, const double *z, int64_t c0,
+                             const int64_t *idx, const int64_t *pos, int64_t count, double *dst);
     // A round's routing (ann_rows.c builds tab): e = k·S + j is row j of neuron k's sorted subset L. Its
     // owner is the rank r with lo[r] ≤ j < lo[r+1], lo = tab + k·(p+1), and its place in the exchange
     // layout [owner][neuron][row] is tab[nb·(p+1) + k·p + r] + j − lo[r]. tab[nb·(2p+1) + r] is

@@ -248,6 +248,15 @@ static const int64_t *scaled(int64_t *out, const int64_t *in, int p, int64_t uni
     return out;
 }
 
+// The fit rows of the rank's local rows idx into dst: from X in backend memory, or by a streamed pass.
+static int gather_rows(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const int64_t *idx, int64_t count,
+                       double *dst)
+{
+    if (dv->gather)
+        return dv->gather(ctx, dv->gather_arg, idx, count, dst);
+    return ops->gather_fit_rows(ctx, dv->X->data, dv->X->cols, dv->z, idx, count, dst);
+}
+
 // The two exchanges: requests to the owners, rows back (see ann_rows.h).
 static int exchange(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, ann_rows *rw, int64_t nb, double *A,
                     int mark)
@@ -275,7 +284,7 @@ static int exchange(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, ann_rows
         rc = be->alltoallv(ctx, rw->req_d, scaled(b, need, p, ib), scaled(b + p, need_at, p, ib), rw->served_d,
                            scaled(b + 2 * p, give, p, ib), scaled(b + 3 * p, give_at, p, ib));
     if (rc == DS_OK)
-        rc = ops->gather_fit_rows(ctx, dv->X->data, dv->X->cols, dv->z, rw->served_d, n_served, rw->send_d);
+        rc = gather_rows(ctx, ops, dv, rw->served_d, n_served, rw->send_d);
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = be->alltoallv(ctx, rw->send_d, scaled(b, give, p, wb), scaled(b + p, give_at, p, wb), rw->recv_d,
@@ -294,7 +303,7 @@ int ann_rows_fetch(ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, ann_rows 
         if (rc == DS_OK && mark >= 0)
             rc = ctx->be->mark(ctx, mark);
         if (rc == DS_OK)
-            rc = ops->gather_fit_rows(ctx, dv->X->data, dv->X->cols, dv->z, rw->L_d, count, A);
+            rc = gather_rows(ctx, ops, dv, rw->L_d, count, A);
         return ctx_agree(ctx, rc);
     }
     route_table(rw, L, nb);

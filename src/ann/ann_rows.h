@@ -8,9 +8,13 @@
 #include "ann/ann_types.h"
 
 typedef struct ann_dev {  // the backend buffers of a training run
-    const ds_mat *X;
-    const double *z;  // [rows]: hidden targets (regression) or labels
+    const ds_mat *X;  // streamed: its shape only
+    const double *z;  // [rows]: hidden targets (regression) or labels; streamed: NULL
     int64_t row0, m;
+    // Streamed X (ann_stream.c), else NULL: gathers rows (x, 1, z) of local rows idx (backend memory,
+    // count) into dst as ann_ops.gather_fit_rows does, by a pass over the row source.
+    int (*gather)(ds_ctx *ctx, void *arg, const int64_t *idx, int64_t count, double *dst);
+    void *gather_arg;
 } ann_dev;
 
 // Subsets of neurons k0 .. k0+nb−1 into out (nb × S): S distinct rows of [0, m) each, sorted, a pure

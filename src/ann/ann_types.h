@@ -1,6 +1,6 @@
-// ann_types.h: the network's options and model, shared by the algorithm (ann.c), its hidden layer and
+// ann_types.h: the network's options, model and metrics, shared by the algorithm (ann.c), its hidden layer and
 // row exchange (ann_hidden.c, ann_rows.c) and the model file (ann_io.c).
-// provides: ann_opts, ann_model, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
+// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
 #ifndef DS_ANN_TYPES_H
 #define DS_ANN_TYPES_H
 
@@ -9,6 +9,7 @@
 #define ANN_TARGET 0.98  // hidden targets live in [−0.98, 0.98] before arctanh
 
 struct ds_ckpt;  // core/ckpt.h
+struct ann_stream;  // ann_stream.h
 
 typedef struct ann_opts {
     int64_t neurons;       // K
@@ -17,7 +18,9 @@ typedef struct ann_opts {
     uint64_t seed;         // draws the subsets
     int classes;           // 0: regression on y; C > 0: y holds labels 0 .. C−1, C one-vs-rest outputs
     int64_t budget_bytes;  // bound on the backend memory of one exchange round or one H chunk; 0: default
+    int64_t hidden_bytes;  // streamed: bound on a round of hidden fits (each round is a pass over X); 0: budget_bytes
     struct ds_ckpt *ckpt;  // --checkpoint and --restart (ann_ckpt.h), or NULL
+    struct ann_stream *stream;  // X streamed by a row source (ann_stream.h), or NULL: in backend memory
 } ann_opts;
 
 #define ANN_RIDGE_REL 1e-10
@@ -35,5 +38,11 @@ typedef struct ann_model {
     int64_t subset;
     uint64_t seed;
 } ann_model;
+
+typedef struct ann_metrics {
+    int64_t rows;
+    double r, rmse, r2;  // Pearson r, root mean square error, R² (regression; NaN with classes)
+    double accuracy;     // fraction of rows whose largest output is their label (NaN for regression)
+} ann_metrics;
 
 #endif

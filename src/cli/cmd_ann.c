@@ -7,7 +7,9 @@
 
 #include "ann/ann.h"
 #include "ann/ann_io.h"
+#include "cli/cmd_ann_stream.h"
 #include "cli/cmds.h"
+#include "cli/memcaps.h"
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/report.h"
@@ -34,6 +36,7 @@ static const ds_opt ann_table[] = {
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "predicted against actual on the test set (else the training set)"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up training, then R timed ones; medians reported"},
     {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda; the CPU's Gram takes chunks as large but tiles them, never storing H)"},
+    DS_MEMORY_OPTS("an --input or --test X"),
     {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
      "write the training state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, after which the run stops with exit 5"},
     {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: after the hidden fits and every row chunk of H'H)"},
@@ -61,6 +64,9 @@ typedef struct ann_run {
     ann_times t;
     ann_metrics mtrain, mtest;
     double *Ptest;  // the rank's test (or train) predictions, for the plot
+    ann_stream st;  // the streamed sets (st.train.open, st.test.open), when they do not fit the caps
+    ann_plan plan;  // the training set's
+    double stream_bytes, stream_seconds;
 } ann_run;
 
 static int ann_parse_ckpt(ann_run *r, ds_msg *msg)
@@ -123,25 +129,84 @@ static uint64_t ann_fingerprint(const ann_run *r)
     return h;
 }
 
+// What the network needs besides X and y (cmd_ann_stream.h): its Grams, weights and a round of one
+// neuron's rows; z, tc and the outputs by row.
+static ann_weights ann_weigh(const ds_ctx *ctx, const ann_run *r, const ds_data *d)
+{
+    const int64_t K = r->o.neurons, n = d->X.cols, C = r->o.classes ? r->o.classes : 1, ld = K + 1 + C;
+    int64_t S = r->o.subset > 0 ? r->o.subset : d->rows_global / K;
+    S = S > 0 ? S : 1;
+    const double gsize = (double)ld * (double)ld + (double)ld + 1;
+    const double neuron = ((ctx->nranks > 1 ? 3.0 : 1.0) * (double)S * (double)(n + 3) +
+                           (double)ctx->be->ann->fit_scratch(1, S, n) + 5.0 * (double)S) * 8.0;
+    return (ann_weights){.fixed = (3 * gsize + 2.0 * (double)(K * (n + 1)) + (double)ld) * 8.0,
+                         .row_extra = 16.0 + 8.0 * (double)C, .least = fmax(neuron, 8.0 * (double)ld * 8.0),
+                         .budget = r->o.budget_bytes, .budget0 = ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30,
+                         .ld = ld, .what = "the network's neurons"};
+}
+
+// What streaming does not do yet, before anything is read. Collective callers agree on it.
+static int ann_stream_refuse(ds_ctx *ctx, const ann_run *r, const char *why)
+{
+    const ds_args *a = &r->args;
+    if (!opts_given(a, "input"))
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s does not fit the memory caps, and only --input files stream: "
+                       "write it with dsolve gen and train on that file", why);
+    if (r->o.ckpt)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s does not fit the memory caps, and --checkpoint and --restart do "
+                       "not stream yet", why);
+    if (opts_given(a, "plot"))
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s does not fit the memory caps, and --plot does not stream yet", why);
+    return DS_OK;
+}
+
+// The built-in problem must fit: only files stream.
+static int ann_builtin_fits(ds_ctx *ctx, ann_run *r)
+{
+    const ds_args *a = &r->args;
+    ds_data shape = {.X = {.cols = opts_int(a, "cols")}, .rows_global = opts_int(a, "rows")};
+    if (shape.rows_global < ctx->nranks)
+        return DS_OK;  // data_gen_lsq says so
+    data_partition(shape.rows_global, ctx->nranks, ctx->rank, &shape.row0, &shape.X.rows);
+    const ann_weights w = ann_weigh(ctx, r, &shape);
+    DS_CHECK(ann_cli_plan(ctx, a, &shape, &w, &r->plan));
+    return r->plan.stream ? ann_stream_refuse(ctx, r, "the built-in problem") : DS_OK;
+}
+
+// One set (training, or test) from --input or --test: in memory when it fits the caps, else streamed.
+static int ann_load_set(ds_ctx *ctx, ann_run *r, const char *path, ds_data *d, ann_source *src, ann_plan *p,
+                        const ann_plan *train)
+{
+    const ds_args *a = &r->args;
+    const char *x = opts_str(a, "x-dataset"), *y = opts_str(a, r->o.classes ? "labels" : "y-dataset");
+    DS_CHECK(ann_cli_probe(ctx, path, x, y, r->o.classes, d));
+    const ann_weights w = ann_weigh(ctx, r, train ? &r->train : d);
+    DS_CHECK(ann_cli_plan(ctx, a, d, &w, p));
+    if (train && train->stream && (!p->stream || p->chunk > train->chunk))  // the test set streams with it
+        *p = *train;
+    if (!p->stream)
+        return r->o.classes ? data_load_labelled(ctx, path, x, y, d) : data_load_lsq(ctx, path, x, y, 0, d);
+    DS_CHECK(ctx_agree(ctx, ann_stream_refuse(ctx, r, path)));
+    return ann_cli_open(ctx, p, path, x, y, r->o.classes, d, src, train ? "ann: streaming the test X" : "ann: streaming X");
+}
+
 static int ann_load(ds_ctx *ctx, ann_run *r)
 {
     const ds_args *a = &r->args;
-    const char *x = opts_str(a, "x-dataset"), *y = opts_str(a, "y-dataset"), *lab = opts_str(a, "labels");
+    if (opts_given(a, "input")) {
+        DS_CHECK(ann_load_set(ctx, r, opts_str(a, "input"), &r->train, &r->st.train, &r->plan, NULL));
+        if (r->plan.stream)
+            r->o.budget_bytes = r->plan.budget, r->o.hidden_bytes = r->plan.hidden, r->o.stream = &r->st;
+        r->has_test = opts_given(a, "test");
+        ann_plan tp;
+        return r->has_test ? ann_load_set(ctx, r, opts_str(a, "test"), &r->test, &r->st.test, &tp, &r->plan) : DS_OK;
+    }
     if (opts_given(a, "idx")) {
         DS_CHECK(data_load_idx(ctx, opts_str(a, "idx"), "train", &r->train));
         r->has_test = 1;
         return data_load_idx(ctx, opts_str(a, "idx"), "t10k", &r->test);
     }
-    if (opts_given(a, "input") && r->o.classes) {
-        DS_CHECK(data_load_labelled(ctx, opts_str(a, "input"), x, lab, &r->train));
-        r->has_test = opts_given(a, "test");
-        return r->has_test ? data_load_labelled(ctx, opts_str(a, "test"), x, lab, &r->test) : DS_OK;
-    }
-    if (opts_given(a, "input")) {
-        DS_CHECK(data_load_lsq(ctx, opts_str(a, "input"), x, y, 0, &r->train));
-        r->has_test = opts_given(a, "test");
-        return r->has_test ? data_load_lsq(ctx, opts_str(a, "test"), x, y, 0, &r->test) : DS_OK;
-    }
+    DS_CHECK(ann_builtin_fits(ctx, r));
     gen_lsq p = {.kind = GEN_ANN, .rows = opts_int(a, "rows"), .cols = opts_int(a, "cols"),
                  .seed = (uint64_t)opts_int(a, "seed"), .noise = opts_double(a, "noise")};
     DS_CHECK(data_gen_lsq(ctx, &p, 0, &r->train));
@@ -177,15 +242,24 @@ static int ann_timed(ds_ctx *ctx, ann_run *r)
     return DS_OK;
 }
 
+// The metrics of a set: in memory, or by passes over its stream.
+static int ann_metrics_of(ds_ctx *ctx, ann_run *r, ds_data *d, ann_source *src, double *P, ann_metrics *met)
+{
+    if (src->open)
+        return ann_stream_predict(ctx, &r->m, src, d->source, 1, NULL, met);
+    return ann_predict(ctx, &r->m, d, 1, P, met);
+}
+
 static int ann_evaluate(ds_ctx *ctx, ann_run *r)
 {
     ds_data *pd = r->has_test ? &r->test : &r->train;
-    r->Ptest = malloc((size_t)(pd->X.rows ? pd->X.rows : 1) * (size_t)r->m.outputs * sizeof(double));
+    const int streamed = r->has_test ? r->st.test.open : r->st.train.open;  // no plot: no predictions kept
+    r->Ptest = malloc((size_t)(pd->X.rows && !streamed ? pd->X.rows : 1) * (size_t)r->m.outputs * sizeof(double));
     int rc = ctx_agree(ctx, r->Ptest ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
     if (rc == DS_OK)
-        rc = ann_predict(ctx, &r->m, &r->train, 1, r->has_test ? NULL : r->Ptest, &r->mtrain);
+        rc = ann_metrics_of(ctx, r, &r->train, &r->st.train, r->has_test ? NULL : r->Ptest, &r->mtrain);
     if (rc == DS_OK && r->has_test)
-        rc = ann_predict(ctx, &r->m, &r->test, 1, r->Ptest, &r->mtest);
+        rc = ann_metrics_of(ctx, r, &r->test, &r->st.test, r->Ptest, &r->mtest);
     return rc;
 }
 
@@ -258,6 +332,12 @@ static void ann_json(const ds_ctx *ctx, const ann_run *r, double total)
     json_num(&j, "y_scale", r->m.y_scale);
     json_num(&j, "y_shift", r->m.y_shift);
     json_str(&j, "weights_digest", ann_digest(&r->m, digest));
+    const int streamed = r->st.train.open || r->st.test.open;
+    json_bool(&j, "streamed", streamed);
+    json_str(&j, "stream_source", !streamed ? "" : r->plan.from_memory ? "host memory" : "file");
+    json_int(&j, "chunk_rows", streamed ? (r->st.train.open ? r->st.train : r->st.test).rows.chunk_rows : 0);
+    json_num(&j, "bytes_moved", r->stream_bytes);
+    json_num(&j, "stream_rate_gbps", streamed ? r->stream_bytes / r->stream_seconds / 1e9 : NAN);
     json_str(&j, "output", opts_str(&r->args, "output") ? opts_str(&r->args, "output") : "");
     json_end(&j, stdout);
 }
@@ -286,6 +366,10 @@ static void ann_summary(const ds_ctx *ctx, const ann_run *r, double total)
            r->m.route, r->m.ridge);
     if (r->m.failed)
         printf("  %lld neurons' fits failed and were zeroed\n", (long long)r->m.failed);
+    if (r->st.train.open || r->st.test.open)
+        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f GB/s\n",
+               (long long)(r->st.train.open ? r->st.train : r->st.test).rows.chunk_rows, r->stream_bytes / 1e9,
+               r->plan.from_memory ? "host memory (pinned)" : "the file", r->stream_bytes / r->stream_seconds / 1e9);
     if (opts_str(&r->args, "output"))
         printf("  model written to %s\n", opts_str(&r->args, "output"));
     printf("  total %.2f s with loading and evaluation\n", total);
@@ -305,6 +389,8 @@ static int ann_body(ds_ctx *ctx, ann_run *r, const char *cmdline)
         rc = ann_timed(ctx, r);
     if (rc == DS_OK)
         rc = ann_evaluate(ctx, r);
+    if (rc == DS_OK)
+        ann_cli_stats(ctx, &r->st.train, &r->st.test, &r->stream_bytes, &r->stream_seconds);
     if (rc == DS_OK && out)
         rc = ann_model_write(ctx, &r->m, out, r->train.source, cmdline);
     if (rc == DS_OK)
@@ -345,6 +431,7 @@ int cmd_ann(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     *msg = ctx.msg;
     ann_model_free(&r->m);
     free(r->Ptest);
+    ann_stream_close(&ctx, &r->st);
     data_free(&ctx, &r->train);
     data_free(&ctx, &r->test);
     ctx_close(&ctx);

@@ -6,7 +6,9 @@
 
 #include "ann/ann.h"
 #include "ann/ann_io.h"
+#include "cli/cmd_ann_stream.h"
 #include "cli/cmds.h"
+#include "cli/memcaps.h"
 #include "h5io.h"
 #include "cli/opts.h"
 #include "cli/report.h"
@@ -19,6 +21,7 @@ static const ds_opt predict_table[] = {
     {"labels", OPT_STRING, "labels", "NAME", 0, 0, "dataset holding the integer labels, when present (classification models)"},
     {"output", OPT_STRING, NULL, "F.h5", 0, 0, "write /yhat (and /class for classes) in the input's row order"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "predicted against actual (needs y; rows sampled above 4 000)"},
+    DS_MEMORY_OPTS("an --input X"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -33,6 +36,9 @@ typedef struct predict_run {
     int has_y;
     double *P, seconds;
     ann_metrics met;
+    ann_source src;  // X streamed (src.open) when it does not fit the caps
+    ann_plan plan;
+    double stream_bytes, stream_seconds;
 } predict_run;
 
 static int predict_plot(ds_ctx *ctx, predict_run *r)
@@ -52,6 +58,43 @@ static int predict_plot(ds_ctx *ctx, predict_run *r)
     return rc;
 }
 
+// Whether the input fits the caps with the model's buffers (W, V, a chunk of H), else the stream's chunk.
+static int predict_plan(ds_ctx *ctx, predict_run *r, const char *yname)
+{
+    const ds_args *a = &r->args;
+    DS_CHECK(ann_cli_probe(ctx, opts_str(a, "input"), opts_str(a, "x-dataset"), yname, r->m.classes, &r->d));
+    const int64_t K1 = r->m.neurons + 1, C = r->m.outputs;
+    const ann_weights w = {.fixed = (double)(r->m.neurons * (r->m.n + 1) + K1 * C) * 8.0, .row_extra = 8.0 * (double)C,
+                           .least = 64.0 * (double)(K1 + C), .budget0 = ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30,
+                           .ld = K1 + C, .what = "the model's neurons"};
+    DS_CHECK(ann_cli_plan(ctx, a, &r->d, &w, &r->plan));
+    if (r->plan.stream && opts_given(a, "plot"))
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s does not fit the memory caps, and --plot does not stream yet",
+                       opts_str(a, "input"));
+    return DS_OK;
+}
+
+// The input by chunks: the metrics in two passes, the predictions written by the first as they are made
+// (to a temporary file renamed at the end, removed on failure).
+static int predict_streamed(ds_ctx *ctx, predict_run *r, const char *yname)
+{
+    const ds_args *a = &r->args;
+    const char *in = opts_str(a, "input"), *out = opts_str(a, "output");
+    DS_CHECK(ann_cli_open(ctx, &r->plan, in, opts_str(a, "x-dataset"), yname, r->m.classes, &r->d, &r->src,
+                          "predict: streaming X"));
+    const double t0 = MPI_Wtime();
+    char tmp[4200];
+    int rc = out ? ann_predictions_begin(ctx, &r->m, r->d.rows_global, out, tmp, sizeof tmp) : DS_OK;
+    if (rc == DS_OK)
+        rc = ann_stream_predict(ctx, &r->m, &r->src, r->d.source, r->has_y, out ? tmp : NULL, &r->met);
+    if (out)
+        rc = ann_predictions_end(ctx, rc, tmp, out);
+    r->seconds = MPI_Wtime() - t0;
+    if (rc == DS_OK)
+        ann_cli_stats(ctx, &r->src, NULL, &r->stream_bytes, &r->stream_seconds);
+    return rc;
+}
+
 static int predict_body(ds_ctx *ctx, predict_run *r)
 {
     const ds_args *a = &r->args;
@@ -65,6 +108,9 @@ static int predict_body(ds_ctx *ctx, predict_run *r)
     if (opts_given(a, "plot") && (!r->has_y || r->m.classes))
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--plot draws predicted against actual y: it needs a regression model "
                        "and an input with %s", yname);
+    DS_CHECK(predict_plan(ctx, r, r->has_y ? yname : NULL));
+    if (r->plan.stream)
+        return predict_streamed(ctx, r, r->has_y ? yname : NULL);
     if (r->has_y && r->m.classes)
         DS_CHECK(data_load_labelled(ctx, in, opts_str(a, "x-dataset"), yname, &r->d));
     else
@@ -96,6 +142,11 @@ static void predict_report(const ds_ctx *ctx, const predict_run *r, double total
         json_num(&j, "rmse", r->has_y ? r->met.rmse : NAN);
         json_num(&j, "r2", r->has_y ? r->met.r2 : NAN);
         json_num(&j, "accuracy", r->has_y ? r->met.accuracy : NAN);
+        json_bool(&j, "streamed", r->src.open);
+        json_str(&j, "stream_source", !r->src.open ? "" : r->plan.from_memory ? "host memory" : "file");
+        json_int(&j, "chunk_rows", r->src.open ? r->src.rows.chunk_rows : 0);
+        json_num(&j, "bytes_moved", r->stream_bytes);
+        json_num(&j, "stream_rate_gbps", r->src.open ? r->stream_bytes / r->stream_seconds / 1e9 : NAN);
         json_num(&j, "seconds", r->seconds);
         json_num(&j, "total_seconds", total);
         json_str(&j, "output", opts_str(&r->args, "output") ? opts_str(&r->args, "output") : "");
@@ -109,6 +160,10 @@ static void predict_report(const ds_ctx *ctx, const predict_run *r, double total
         printf("  accuracy %.4f\n", r->met.accuracy);
     else if (r->has_y)
         printf("  r %.7f  rmse %.3e  R2 %.7f\n", r->met.r, r->met.rmse, r->met.r2);
+    if (r->src.open)
+        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f GB/s\n",
+               (long long)r->src.rows.chunk_rows, r->stream_bytes / 1e9,
+               r->plan.from_memory ? "host memory (pinned)" : "the file", r->stream_bytes / r->stream_seconds / 1e9);
     printf("  prediction %.4f s, total %.2f s%s%s\n", r->seconds, total, opts_str(&r->args, "output") ? "; written to " : "",
            opts_str(&r->args, "output") ? opts_str(&r->args, "output") : "");
 }
@@ -138,6 +193,7 @@ int cmd_predict(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
     *msg = ctx.msg;
     ann_model_free(&r.m);
     free(r.P);
+    ann_source_close(&ctx, &r.src);
     data_free(&ctx, &r.d);
     ctx_close(&ctx);
     return rc;
