@@ -156,13 +156,13 @@ static int lr_produce(void *arg, int64_t row0, int64_t n, void *X, double *y, ds
 // The plan and the sources.
 
 // Working bytes of a training besides the rows (an estimate): the state and scratch of logreg.c, the
-// ops' own (on a device, the fused pass's partial gradients of up to 512 CTAs).
-static double lr_fixed_bytes(const ds_ctx *ctx, int64_t cols, int classes, int64_t rows_global, int iters)
+// ops' own (on a device with f32 X, the fused pass's partial gradients of up to 512 CTAs).
+static double lr_fixed_bytes(const ds_ctx *ctx, int64_t cols, int classes, int64_t rows_global, int iters, int f32)
 {
     const double dk = (double)cols * classes, rb = (double)logreg_block_rows(rows_global);
     const double blocks = ceil((double)rows_global / rb);
     const double doubles = (8.0 + 2.0 * LR_LBFGS_MEMORY) * dk + iters + 32.0 + 2.0 * (2.0 * dk + blocks + 1) + 2.0 * cols;
-    return doubles * 8.0 + (ctx->be->host_memory ? rb * classes * 8.0 + 16.0 * dk : 512.0 * dk * 4.0 + 16.0 * dk);
+    return doubles * 8.0 + (ctx->be->host_memory ? rb * classes * 8.0 + 16.0 * dk : (f32 ? 512.0 : 0.0) * dk * 4.0 + 16.0 * dk);
 }
 
 double logreg_memory_bytes(const ds_ctx *ctx, const lr_mem *mem, int64_t rows_global, int64_t rows, int64_t cols,
@@ -170,7 +170,7 @@ double logreg_memory_bytes(const ds_ctx *ctx, const lr_mem *mem, int64_t rows_gl
 {
     const double sz = f32 ? 4.0 : 8.0;
     return (double)rows * ((double)cols * sz + 4.0 + (double)mem->classes * sz + 16.0) +
-           lr_fixed_bytes(ctx, cols, mem->classes, rows_global, mem->iters);
+           lr_fixed_bytes(ctx, cols, mem->classes, rows_global, mem->iters, f32);
 }
 
 int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int64_t rows_global, int64_t cols,
@@ -179,7 +179,7 @@ int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int
     *hold = (lr_hold){0};
     const rows_caps caps = {mem->caps.backend * mem->share, mem->caps.host * mem->share};
     const double sz = f32 ? 4.0 : 8.0, row = (double)cols * sz, per_row = (double)mem->classes * sz + 16.0;
-    const double fixed = lr_fixed_bytes(ctx, cols, mem->classes, rows_global, mem->iters);
+    const double fixed = lr_fixed_bytes(ctx, cols, mem->classes, rows_global, mem->iters, f32);
     const int64_t rb = logreg_block_rows(rows_global);
     int64_t chunk = 0;
     int rc = DS_OK;
