@@ -89,6 +89,7 @@ typedef struct lr_state {
     double *mem, *scratch;
     double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *out, *rho, *hist, *gbuf, *acc, *fix;
     double *resume, resume_ck[LR_CK_LEN];  // --restart: the checkpoint (host) and its counters, else NULL
+    double last_log;                       // a streamed set: the time of the last progress line
 } lr_state;
 
 static int64_t lr_state_len(const lr_state *st, int iters)
@@ -210,6 +211,18 @@ static int lr_resume(ds_ctx *ctx, const lr_opts *o, lr_state *st, lr_result *res
     return ctx->be->upload(ctx, st->mem, host, (size_t)ns * sizeof(double));
 }
 
+// A streamed set: a line every 5 s at the top of an iteration (rank 0's, silenced by --quiet), for runs
+// whose passes are each too short for the row source's own lines.
+static void lr_progress(ds_ctx *ctx, const lr_set *s, lr_state *st, int it, int iters)
+{
+    const double now = MPI_Wtime();
+    if (!s->src || now - st->last_log < 5.0)
+        return;
+    ctx_log(ctx, "logreg: iteration %d of %d; X streamed at %.2f GB/s a rank over %d passes", it, iters,
+            s->src->seconds > 0 ? s->src->bytes / s->src->seconds / 1e9 : 0.0, s->src->passes);
+    st->last_log = now;
+}
+
 static int lr_abort(ds_ctx *ctx, int rc)
 {
     // Nothing to end when every rank already knows (a stop after a checkpoint, a checkpoint not written).
@@ -244,6 +257,7 @@ static int lr_first_order(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_s
     }
     for (int it = (int)ck[LR_CK_IT]; it < o->iters; it++) {
         ctx_beat(ctx, "logreg: iterations");
+        lr_progress(ctx, s, st, it, o->iters);
         ck[LR_CK_IT] = it;
         DS_CHECK(lr_checkpoint(ctx, o, st, res, ck));
         DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + it));
@@ -307,6 +321,7 @@ static int lr_lbfgs(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s,
     for (; it < o->iters; it++) {
         int accepted = 0;
         ctx_beat(ctx, "logreg: L-BFGS iterations");
+        lr_progress(ctx, s, st, it, o->iters);
         const double now[LR_CK_LEN] = {it, count, newest, f};
         DS_CHECK(lr_checkpoint(ctx, o, st, res, now));
         DS_CHECK(lr_lbfgs_step(ctx, ops, w, s, st, count, newest, &f, &accepted));
@@ -331,6 +346,7 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
     const ds_backend *be = ctx->be;
     if (o->ckpt)
         ckpt_start(ctx, o->ckpt);
+    st->last_log = MPI_Wtime();
     DS_CHECK(be->mark(ctx, 0));
     if (o->optimizer == LR_LBFGS)
         DS_CHECK(lr_lbfgs(ctx, ops, w, s, o, st, res));

@@ -262,10 +262,13 @@ int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, i
         rc = rows_open(ctx, s->src, lr_produce, p, s->row0, s->rows, s->cols, f32, hold->chunk_rows,
                        "logreg: streaming X");
         s->src->owns_arg = 1;  // rows_close frees p
-        // Pinned memory may have halved the chunks: whole blocks still (halves of a multiple of a power of two).
+        // Short pinned memory may have halved the chunks: whole blocks again (the buffers hold more).
         const int64_t rb = logreg_block_rows(s->rows_global);
-        if (rc == DS_OK && s->src->chunk_rows % rb)
-            rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "pinned host memory too short for a chunk of %lld rows", (long long)rb);
+        if (rc == DS_OK)
+            s->src->chunk_rows = s->src->chunk_rows / rb * rb;
+        if (rc == DS_OK && s->src->chunk_rows == 0)
+            rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "pinned host memory too short for two chunks of a row block "
+                         "(%lld rows)", (long long)rb);
     } else {
         free(p);
     }
