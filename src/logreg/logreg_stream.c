@@ -199,7 +199,7 @@ int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int
     }
     // Kept in host memory when it fits the host cap with room to spare (a device backend only), so that
     // each pass crosses the bus instead of reading the file again; an IDX set cannot be read by chunks.
-    const int keep = chunk > 0 && !ctx->be->host_memory && (double)rows * (row + 8.0) <= 0.8 * caps.host;
+    const int keep = !ctx->be->host_memory && (double)rows * (row + 8.0) <= 0.8 * caps.host;
     if (rc == DS_OK && chunk > 0 && !keep && !src->h5)
         rc = ds_fail(&ctx->msg, DS_ERR_USAGE, "%s/%s: the IDX set (%.3g GB a rank) does not fit %s (%.3g GB for this "
                      "set) and IDX files cannot be streamed: convert it to HDF5 (X and labels) and pass it with --input",
