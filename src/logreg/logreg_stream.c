@@ -262,6 +262,7 @@ int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, i
         rc = rows_open(ctx, s->src, lr_produce, p, s->row0, s->rows, s->cols, f32, hold->chunk_rows,
                        "logreg: streaming X");
         s->src->owns_arg = 1;  // rows_close frees p
+        s->src->raw = 1;       // X as read (the fixed point takes its own maxima), y the packed labels
         // Short pinned memory may have halved the chunks: whole blocks again (the buffers hold more).
         const int64_t rb = logreg_block_rows(s->rows_global);
         if (rc == DS_OK)
