@@ -69,6 +69,7 @@ typedef struct lr_row {
     int streamed, stream_host, passes, test_streamed;
     int64_t chunk_rows;
     double bytes_moved, stream_seconds;
+    double resident[2];  // the streamed sets' rows kept in backend memory, all ranks' [training, test]
 } lr_row;
 
 static int parse_sizes(const char *text, lr_run *r, ds_msg *msg)
@@ -149,21 +150,23 @@ static const char *optimizer_name(int o)
 // seconds the slowest rank's. Collective.
 static void logreg_streamed(ds_ctx *ctx, const lr_set *const set[2], const double before[2][3], lr_row *row)
 {
-    double v[2] = {0};
+    double v[4] = {0};  // bytes, seconds, resident rows of each set
     for (int i = 1; i >= 0; i--) {
         const ds_rows *s = set[i]->src;
         if (!s)
             continue;
-        v[0] += s->bytes - before[i][0], v[1] += s->seconds - before[i][1];
+        v[0] += s->bytes - before[i][0], v[1] += s->seconds - before[i][1], v[2 + i] = (double)set[i]->resident;
         row->chunk_rows = s->chunk_rows, row->stream_host = s->mem_x != NULL;
         if (i == 0)
             row->passes = s->passes - (int)before[i][2];
         else
             row->test_streamed = 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, &v[0], 1, MPI_DOUBLE, MPI_SUM, ctx->comm);
-    MPI_Allreduce(MPI_IN_PLACE, &v[1], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    row->streamed = 1, row->bytes_moved = v[0], row->stream_seconds = v[1];
+    double seconds = v[1];
+    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    row->streamed = 1, row->bytes_moved = v[0], row->stream_seconds = seconds;
+    row->resident[0] = v[2], row->resident[1] = v[3];
 }
 
 typedef struct logreg_call {
@@ -268,6 +271,8 @@ static void logreg_json(const ds_ctx *ctx, const lr_run *r, const lr_row *rows, 
     json_int(&j, "chunk_rows", last->chunk_rows);
     json_int(&j, "stream_passes", last->passes);
     json_bool(&j, "test_streamed", last->test_streamed);
+    json_int(&j, "resident_rows", (int64_t)last->resident[0]);
+    json_int(&j, "test_resident_rows", (int64_t)last->resident[1]);
     json_num(&j, "bytes_moved", last->bytes_moved);
     json_num(&j, "stream_rate_gbps", last->streamed ? last->bytes_moved / last->stream_seconds / 1e9 : NAN);
     json_end(&j, stdout);
@@ -291,7 +296,9 @@ static void logreg_summary(const ds_ctx *ctx, const lr_run *r, const lr_row *row
     }
     const lr_row *last = &rows[n - 1];
     if (last->streamed)
-        printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f GB/s\n",
+        printf("  streamed: X did not fit the memory caps; %.0f%% of the training rows kept in %s memory, the others "
+               "by chunks of %lld rows: %.3g GB read from %s at %.2f GB/s\n",
+               100.0 * last->resident[0] / (double)last->samples, ctx->be->host_memory ? "host" : "device",
                (long long)last->chunk_rows, last->bytes_moved / 1e9,
                last->stream_host ? "host memory (pinned)" : "the file", last->bytes_moved / last->stream_seconds / 1e9);
     printf("  stop: %s; total %.3g s with I/O\n", last->res.stop_reason, total);

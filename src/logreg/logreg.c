@@ -370,7 +370,8 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
 void logreg_work_init(lr_work *w, const lr_set *s, const lr_opts *o)
 {
     const int64_t rb = logreg_block_rows(s->rows_global);
-    *w = (lr_work){.rows_max = s->src ? s->src->chunk_rows : s->rows, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
+    const int64_t rows_max = !s->src ? s->rows : s->resident > s->src->chunk_rows ? s->resident : s->src->chunk_rows;
+    *w = (lr_work){.rows_max = rows_max, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
                    .l2 = o->l2, .inv_n = 1.0 / (double)s->rows_global, .block_rows = rb,
                    .blocks = (s->rows_global + rb - 1) / rb};
 }

@@ -24,16 +24,18 @@ enum { LR_MAX_CLASSES = 64, LR_LBFGS_MEMORY = 10 };
 
 // A rank's rows of a labelled set in backend memory. X: rows × cols row-major (float when f32, else
 // double) whose last column is all ones (the bias); labels: rows int32 in 0 .. classes−1.
-// Streamed (src not NULL; X and labels NULL): the rows come through the row source src in chunks of
-// whole blocks (src->chunk_rows a multiple of logreg_block_rows), each chunk's labels packed as int32 in
-// the first bytes of the chunk's y (logreg_stream.c); host_x, host_y: the pinned rows behind a source
-// from host memory (else NULL), freed with the set.
+// Streamed (src not NULL): the first `resident` rows (whole blocks) are X and labels as above, the
+// others come through the row source src in chunks of whole blocks (src->chunk_rows a multiple of
+// logreg_block_rows), each chunk's labels packed as int32 in the first bytes of the chunk's y
+// (logreg_stream.c); host_x, host_y: the pinned rows behind a source from host memory (else NULL),
+// freed with the set.
 typedef struct lr_set {
     void *X;
     int32_t *labels;
     int64_t rows, cols, rows_global, row0;
     int f32;
     ds_rows *src;
+    int64_t resident;
     void *host_x;
     double *host_y;
 } lr_set;

@@ -127,16 +127,18 @@ int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_c
     lr_hold hold = {0};
     if (mem)
         DS_CHECK(logreg_stream_plan(ctx, mem, src, n, cols + 1, f32, rows, &hold));
-    if (hold.chunk_rows > 0) {
-        *s = (lr_set){.rows = rows, .cols = cols + 1, .rows_global = n, .row0 = row0, .f32 = f32};
-        return logreg_stream_open(ctx, src, &hold, cols, f32, classes, s);
-    }
-    rc = logreg_set_alloc(ctx, s, rows, cols + 1, f32);
+    // Streamed: the first hold.resident rows (whole blocks) in backend memory, the rest by the source.
+    const int64_t kept = hold.chunk_rows > 0 ? hold.resident : rows;
+    rc = logreg_set_alloc(ctx, s, kept, cols + 1, f32);
     s->rows_global = n;
     s->row0 = row0;
-    if (rc == DS_OK)
+    if (rc == DS_OK && kept > 0)
         rc = lr_fill(ctx, src, cols, classes, s);
-    return ctx_agree(ctx, rc);
+    if (hold.chunk_rows == 0 || rc != DS_OK)
+        return ctx_agree(ctx, rc);
+    s->rows = rows;
+    s->resident = kept;
+    return logreg_stream_open(ctx, src, &hold, cols, f32, classes, s);
 }
 
 void logreg_stream_shares(ds_ctx *ctx, const lr_source *train, int64_t limit, const lr_source *test, int f32,

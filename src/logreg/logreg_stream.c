@@ -16,7 +16,7 @@
 #include "h5io.h"
 #include "idx.h"
 
-// Chunk k of a pass as a set of whole blocks from the rank's row s->row0 + off.
+// Chunk k of a pass (or the resident rows) as a set of whole blocks from the rank's row s->row0 + off.
 static lr_set lr_chunk(const lr_set *s, const ds_mat *C, const double *y, int64_t off)
 {
     return (lr_set){.X = (void *)C->data, .labels = (int32_t *)y, .rows = C->rows, .cols = s->cols,
@@ -29,8 +29,14 @@ int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int g
     if (!s->src)
         return ops->pass(ctx, w, s, W, grad, gbuf);
     const int64_t dk = w->cols * w->classes, len = logreg_gbuf_len(w), from = grad ? 0 : 2 * dk;
-    int64_t off = 0;
-    int rc = rows_begin(ctx, s->src);
+    // The resident rows first (with none, a pass over no rows: the rank's share of zeros), into gbuf.
+    const ds_mat R = {.data = s->X, .rows = s->resident, .cols = s->cols, .f32 = s->f32};
+    const lr_set resident = lr_chunk(s, &R, (const double *)s->labels, 0);
+    int rc = s->resident > 0 || s->src->rows == 0 ? ops->pass(ctx, w, &resident, W, grad, gbuf) : DS_OK;
+    int64_t off = s->resident;
+    int first = rc == DS_OK && s->resident == 0 && s->src->rows > 0;
+    if (rc == DS_OK)
+        rc = rows_begin(ctx, s->src);
     while (rc == DS_OK) {
         ds_mat C;
         const double *y = NULL;
@@ -38,14 +44,11 @@ int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int g
         if (rc != DS_OK || C.rows == 0)
             break;
         const lr_set chunk = lr_chunk(s, &C, y, off);
-        rc = ops->pass(ctx, w, &chunk, W, grad, off ? acc : gbuf);
-        if (rc == DS_OK && off)
+        rc = ops->pass(ctx, w, &chunk, W, grad, first ? gbuf : acc);
+        if (rc == DS_OK && !first)
             rc = ctx->be->axpy(ctx, gbuf + from, acc + from, len - from, 1.0);
+        first = 0;
         off += C.rows;
-    }
-    if (rc == DS_OK && off == 0) {  // no rows on this rank: its share is zeros, as in memory
-        const lr_set none = {.rows = 0, .cols = s->cols, .rows_global = s->rows_global, .row0 = s->row0, .f32 = s->f32};
-        rc = ops->pass(ctx, w, &none, W, grad, gbuf);
     }
     const int end = rows_end(ctx, s->src);
     return rc != DS_OK ? rc : end;
@@ -59,9 +62,12 @@ int logreg_colmax(ds_ctx *ctx, lr_work *w, const lr_set *s, double *xmax)
     double *part = malloc((size_t)s->cols * sizeof(double));
     if (!part)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    memset(xmax, 0, (size_t)s->cols * sizeof(double));
-    int64_t off = 0;
-    int rc = rows_begin(ctx, s->src);
+    const ds_mat R = {.data = s->X, .rows = s->resident, .cols = s->cols, .f32 = s->f32};
+    const lr_set resident = lr_chunk(s, &R, (const double *)s->labels, 0);
+    int rc = ops->colmax(ctx, w, &resident, xmax);  // 0 without rows
+    int64_t off = s->resident;
+    if (rc == DS_OK)
+        rc = rows_begin(ctx, s->src);
     while (rc == DS_OK) {
         ds_mat C;
         const double *y = NULL;
@@ -155,6 +161,8 @@ static int lr_produce(void *arg, int64_t row0, int64_t n, void *X, double *y, ds
 // ---------------------------------------------------------------------------------------------------
 // The plan and the sources.
 
+#define LR_CHUNK_BYTES (32.0 * (1 << 20))
+
 // Working bytes of a training besides the rows (an estimate): the state and scratch of logreg.c, the
 // ops' own (on a device with f32 X, the fused pass's partial gradients of up to 512 CTAs).
 static double lr_fixed_bytes(const ds_ctx *ctx, int64_t cols, int classes, int64_t rows_global, int iters, int f32)
@@ -186,7 +194,9 @@ int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int
     if (logreg_memory_bytes(ctx, mem, rows_global, rows, cols, f32) > caps.backend) {
         double least[2];
         chunk = rows_chunk_for(ctx, &caps, (rows + rb - 1) / rb * rb, cols, f32, fixed, per_row, least);
-        chunk = chunk / rb * rb;
+        // Chunks of at most LR_CHUNK_BYTES: larger ones gain little per pass, and leave fewer rows resident.
+        const int64_t most = (int64_t)(LR_CHUNK_BYTES / (row + 8.0)) / rb * rb;
+        chunk = (chunk < most || most < rb ? chunk : most) / rb * rb;
         const double block = (double)rb * (2.0 * (row + 8.0) + per_row), host_block = (double)rb * 2.0 * (row + 8.0);
         const int host = !ctx->be->host_memory && host_block > caps.host;
         if (chunk == 0)
@@ -197,41 +207,50 @@ int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int
                          (host ? host_block : fixed + block) / 1e6 + 0.0005, (long long)cols, mem->classes,
                          host ? "two pinned chunks of a row block" : "the training state and two chunks of a row block");
     }
-    // Kept in host memory when it fits the host cap with room to spare (a device backend only), so that
-    // each pass crosses the bus instead of reading the file again; an IDX set cannot be read by chunks.
-    const int keep = !ctx->be->host_memory && (double)rows * (row + 8.0) <= 0.8 * caps.host;
-    if (rc == DS_OK && chunk > 0 && !keep && !src->h5)
+    DS_CHECK(ctx_agree(ctx, rc));
+    int64_t v[2] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN};  // MAX: any streams, the least chunk
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_MAX, ctx->comm);
+    hold->chunk_rows = v[0] > 0 ? -v[1] : 0;
+    if (hold->chunk_rows == 0)
+        return DS_OK;
+    // Whole blocks of the rank's first rows stay in backend memory beside the two chunks, so that each
+    // pass streams only the others.
+    const double left = caps.backend - fixed - (double)hold->chunk_rows * (2.0 * (row + 8.0) + per_row);
+    const int64_t most = left > 0 ? (int64_t)(left / (row + 4.0 + per_row)) / rb * rb : 0;
+    hold->resident = most < rows / rb * rb ? most : rows / rb * rb;
+    // The streamed rows kept in host memory when they fit the host cap with room to spare (a device
+    // backend only), so that each pass crosses the bus instead of reading the file again; an IDX set
+    // cannot be read by chunks.
+    const double streamed = (double)(rows - hold->resident) * (row + 8.0);
+    const int keep = !ctx->be->host_memory && streamed <= 0.8 * caps.host;
+    if (!keep && !src->h5)
         rc = ds_fail(&ctx->msg, DS_ERR_USAGE, "%s/%s: the IDX set (%.3g GB a rank) does not fit %s (%.3g GB for this "
                      "set) and IDX files cannot be streamed: convert it to HDF5 (X and labels) and pass it with --input",
                      src->dir, src->split, (double)rows * row / 1e9,
                      ctx->be->host_memory ? mem->cap_name : "--host-memory",
                      (ctx->be->host_memory ? caps.backend : caps.host) / 1e9);
     DS_CHECK(ctx_agree(ctx, rc));
-    int64_t v[3] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN, -keep};  // MAX: any streams, the least chunk, all keep
-    MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, ctx->comm);
-    hold->chunk_rows = v[0] > 0 ? -v[1] : 0;
-    hold->host = v[0] > 0 && v[2] == -1;
-    if (hold->chunk_rows > 0 && !hold->host && !src->h5)  // another rank keeps it only if every rank can
-        DS_CHECK(ctx_agree(ctx, ds_fail(&ctx->msg, DS_ERR_USAGE, "%s/%s: the IDX set does not fit the host "
-                                        "memory cap of every rank: convert it to HDF5 and pass it with --input",
-                                        src->dir, src->split)));
+    int all = keep;
+    MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, ctx->comm);
+    hold->host = all;
     return DS_OK;
 }
 
-// The rank's rows into pinned host memory, read in one go (an IDX file is decompressed from its start
-// by every read), each chunk's labels then moved to the start of its own y (packed, as a chunk carries them).
-static int lr_fill_host(ds_ctx *ctx, lr_set *s, lr_producer *p, int64_t chunk)
+// The rank's n rows from row0 into pinned host memory, read in one go (an IDX file is decompressed from
+// its start by every read), each chunk's labels then moved to the start of its own y (packed, as a chunk
+// carries them).
+static int lr_fill_host(ds_ctx *ctx, lr_set *s, lr_producer *p, int64_t row0, int64_t n, int64_t chunk)
 {
-    const size_t sz = s->f32 ? 4 : 8, rows = (size_t)(s->rows > 0 ? s->rows : 1);
+    const size_t sz = s->f32 ? 4 : 8, rows = (size_t)(n > 0 ? n : 1);
     DS_CHECK(ctx->be->host_alloc(ctx, &s->host_x, rows * (size_t)s->cols * sz));
     DS_CHECK(ctx->be->host_alloc(ctx, (void **)&s->host_y, rows * sizeof(double)));
-    if (s->rows == 0)
+    if (n == 0)
         return DS_OK;
-    DS_CHECK(lr_produce(p, s->row0, s->rows, s->host_x, s->host_y, &ctx->msg));
+    DS_CHECK(lr_produce(p, row0, n, s->host_x, s->host_y, &ctx->msg));
     int32_t *lab = (int32_t *)s->host_y;
-    for (int64_t k = (s->rows - 1) / chunk; k > 0; k--) {  // chunk k's labels from k·chunk to 2k·chunk int32s
-        const int64_t n = s->rows - k * chunk < chunk ? s->rows - k * chunk : chunk;
-        memmove(lab + 2 * k * chunk, lab + k * chunk, (size_t)n * sizeof(int32_t));
+    for (int64_t k = (n - 1) / chunk; k > 0; k--) {  // chunk k's labels from k·chunk to 2k·chunk int32s
+        const int64_t nk = n - k * chunk < chunk ? n - k * chunk : chunk;
+        memmove(lab + 2 * k * chunk, lab + k * chunk, (size_t)nk * sizeof(int32_t));
     }
     return DS_OK;
 }
@@ -252,15 +271,15 @@ int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, i
         if (src->h5 && stat(src->h5, &p->st) != 0)
             rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot stat the file", src->h5);
     }
+    const int64_t row0 = s->row0 + s->resident, n = s->rows - s->resident;  // the streamed rows
     if (rc == DS_OK && hold->host) {
-        rc = lr_fill_host(ctx, s, p, hold->chunk_rows);
+        rc = lr_fill_host(ctx, s, p, row0, n, hold->chunk_rows);
         if (rc == DS_OK)
-            rc = rows_open_memory(ctx, s->src, s->host_x, s->host_y, s->row0, s->rows, s->cols, f32, hold->chunk_rows,
+            rc = rows_open_memory(ctx, s->src, s->host_x, s->host_y, row0, n, s->cols, f32, hold->chunk_rows,
                                   "logreg: streaming X from host memory");
         free(p);
     } else if (rc == DS_OK) {
-        rc = rows_open(ctx, s->src, lr_produce, p, s->row0, s->rows, s->cols, f32, hold->chunk_rows,
-                       "logreg: streaming X");
+        rc = rows_open(ctx, s->src, lr_produce, p, row0, n, s->cols, f32, hold->chunk_rows, "logreg: streaming X");
         s->src->owns_arg = 1;  // rows_close frees p
         s->src->raw = 1;       // X as read (the fixed point takes its own maxima), y the packed labels
         // Short pinned memory may have halved the chunks: whole blocks again (the buffers hold more).

@@ -31,6 +31,7 @@ typedef struct lr_mem {
 typedef struct lr_hold {
     int64_t chunk_rows;
     int host;
+    int64_t resident;  // streamed: the rank's first rows kept in backend memory (whole blocks)
 } lr_hold;
 
 // Bytes a rank's rows of a set of rows_global rows take in backend memory, with the working state.
@@ -43,8 +44,8 @@ double logreg_memory_bytes(const ds_ctx *ctx, const lr_mem *mem, int64_t rows_gl
 int logreg_stream_plan(ds_ctx *ctx, const lr_mem *mem, const lr_source *src, int64_t rows_global, int64_t cols,
                        int f32, int64_t rows, lr_hold *hold);
 
-// The source of s (its rows, row0, cols and rows_global set; X and labels NULL) as hold says, over the
-// set src of `features` values a row. Collective.
+// The source of s (its rows, row0, cols, rows_global and resident set, its resident rows loaded) over
+// the rows after the resident ones, as hold says, of the set src of `features` values a row. Collective.
 int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, int64_t features, int f32, int classes,
                        lr_set *s);
 
