@@ -87,7 +87,7 @@ static int lrb_load(bench_run *b, ds_ctx *ctx, int64_t samples, lr_set *s)
 {
     lr_source src = {.dir = lrb_dir(), .split = "train"};
     char desc[512];
-    return bench_agree(b, ctx, logreg_load(ctx, &src, samples, 0, b->f32, LRB_CLASSES, s, desc, sizeof desc));
+    return bench_agree(b, ctx, logreg_load(ctx, &src, samples, 0, b->f32, LRB_CLASSES, NULL, s, desc, sizeof desc));
 }
 
 // Σ over the rank's rows of the one-vs-rest loss at W (cols × classes), in plain double loops.

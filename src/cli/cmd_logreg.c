@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "cli/memcaps.h"
 #include "h5io.h"
 #include "logreg/logreg_data.h"
 #include "cli/opts.h"
@@ -38,6 +39,7 @@ static const ds_opt logreg_table[] = {
     {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: every iteration)"},
     {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
      "resume from a checkpoint of the same run (the same data and settings, on any number of ranks)"},
+    DS_MEMORY_OPTS("a training or test set (an HDF5 file's, or on a GPU one kept in host memory)"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -55,12 +57,19 @@ typedef struct lr_run {
     int have_test;
     double t_start;
     ds_ckpt ck;  // --checkpoint, --restart
+    lr_mem mem_train, mem_test;  // the caps and each set's share of them
 } lr_run;
 
 typedef struct lr_row {
     int64_t samples, features;
     lr_result res;
     double test_accuracy, test_loss;
+    // A set streamed (the training set's chunks, else the test set's): bytes read by all ranks for the
+    // training and the evaluation, the slowest rank's seconds in its passes, the training set's passes.
+    int streamed, stream_host, passes, test_streamed;
+    int64_t chunk_rows;
+    double bytes_moved, stream_seconds;
+    double resident[2];  // the streamed sets' rows kept in backend memory, all ranks' [training, test]
 } lr_row;
 
 static int parse_sizes(const char *text, lr_run *r, ds_msg *msg)
@@ -137,6 +146,29 @@ static const char *optimizer_name(int o)
     return o == LR_GD ? "gd" : o == LR_NESTEROV ? "nesterov" : "lbfgs";
 }
 
+// What the streamed sets moved since before ([set][bytes, seconds, passes]): bytes summed over ranks,
+// seconds the slowest rank's. Collective.
+static void logreg_streamed(ds_ctx *ctx, const lr_set *const set[2], const double before[2][3], lr_row *row)
+{
+    double v[4] = {0};  // bytes, seconds, resident rows of each set
+    for (int i = 1; i >= 0; i--) {
+        const ds_rows *s = set[i]->src;
+        if (!s)
+            continue;
+        v[0] += s->bytes - before[i][0], v[1] += s->seconds - before[i][1], v[2 + i] = (double)set[i]->resident;
+        row->chunk_rows = s->chunk_rows, row->stream_host = s->mem_x != NULL;
+        if (i == 0)
+            row->passes = s->passes - (int)before[i][2];
+        else
+            row->test_streamed = 1;
+    }
+    double seconds = v[1];
+    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_DOUBLE, MPI_SUM, ctx->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    row->streamed = 1, row->bytes_moved = v[0], row->stream_seconds = seconds;
+    row->resident[0] = v[2], row->resident[1] = v[3];
+}
+
 typedef struct logreg_call {
     const lr_run *r;
     const lr_set *train;
@@ -158,7 +190,12 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
                       size_t len)
 {
     lr_set train;
-    DS_CHECK(logreg_load(ctx, &r->train, samples, 0, r->f32, r->o.classes, &train, src, len));
+    DS_CHECK(logreg_load(ctx, &r->train, samples, 0, r->f32, r->o.classes, &r->mem_train, &train, src, len));
+    const lr_set *set[2] = {&train, test};
+    double before[2][3] = {{0}};
+    for (int i = 0; i < 2; i++)
+        if (set[i]->src)
+            before[i][0] = set[i]->src->bytes, before[i][1] = set[i]->src->seconds, before[i][2] = set[i]->src->passes;
     ctx_log(ctx, "logreg: training on %lld samples (%s, %s, %d iterations)", (long long)train.rows_global,
             model_name(r->o.model), optimizer_name(r->o.optimizer), r->o.iters);
     row->samples = train.rows_global;
@@ -178,6 +215,8 @@ static int logreg_one(ds_ctx *ctx, const lr_run *r, const lr_set *test, int64_t 
         else
             rc = logreg_evaluate(ctx, test, &r->o, row->res.W, &row->test_accuracy, &row->test_loss);
     }
+    if (rc == DS_OK && (train.src || test->src))  // the plans were agreed: every rank is here
+        logreg_streamed(ctx, set, before, row);
     logreg_set_free(ctx, &train);
     return rc;
 }
@@ -227,6 +266,15 @@ static void logreg_json(const ds_ctx *ctx, const lr_run *r, const lr_row *rows, 
     json_nums(&j, "sweep_test_accuracy", v[2], n);
     json_nums(&j, "sweep_seconds", v[3], n);
     json_nums(&j, "sweep_iterations", v[4], n);
+    json_bool(&j, "streamed", last->streamed);
+    json_str(&j, "stream_source", !last->streamed ? "" : last->stream_host ? "host memory" : "file");
+    json_int(&j, "chunk_rows", last->chunk_rows);
+    json_int(&j, "stream_passes", last->passes);
+    json_bool(&j, "test_streamed", last->test_streamed);
+    json_int(&j, "resident_rows", (int64_t)last->resident[0]);
+    json_int(&j, "test_resident_rows", (int64_t)last->resident[1]);
+    json_num(&j, "bytes_moved", last->bytes_moved);
+    json_num(&j, "stream_rate_gbps", last->streamed ? last->bytes_moved / last->stream_seconds / 1e9 : NAN);
     json_end(&j, stdout);
 }
 
@@ -246,7 +294,14 @@ static void logreg_summary(const ds_ctx *ctx, const lr_run *r, const lr_row *row
         printf("  %10lld %6d %10.5f %9.4f %9.4f %10.4f %12.4f\n", (long long)rows[i].samples, s->iters, s->train_loss,
                s->train_accuracy, rows[i].test_accuracy, s->seconds, s->iters ? 1e3 * s->seconds / s->iters : 0.0);
     }
-    printf("  stop: %s; total %.3g s with I/O\n", rows[n - 1].res.stop_reason, total);
+    const lr_row *last = &rows[n - 1];
+    if (last->streamed)
+        printf("  streamed: X did not fit the memory caps; %.0f%% of the training rows kept in %s memory, the others "
+               "by chunks of %lld rows: %.3g GB read from %s at %.2f GB/s\n",
+               100.0 * last->resident[0] / (double)last->samples, ctx->be->host_memory ? "host" : "device",
+               (long long)last->chunk_rows, last->bytes_moved / 1e9,
+               last->stream_host ? "host memory (pinned)" : "the file", last->bytes_moved / last->stream_seconds / 1e9);
+    printf("  stop: %s; total %.3g s with I/O\n", last->res.stop_reason, total);
 }
 
 // Rank 0 draws the objective by iteration, one line per size (at most 6).
@@ -283,9 +338,17 @@ static int logreg_work(ds_ctx *ctx, lr_run *r, lr_row *rows, char *src, size_t l
 {
     lr_set test = {0};
     char test_src[4300];
+    rows_caps caps;
+    const char *cap_name = cli_memory_caps(ctx, &r->args, &caps);
+    int64_t most = 0;  // the largest training size (0: all)
+    for (int i = 0; i < r->nsizes && most >= 0; i++)
+        most = r->sizes[i] == 0 ? -1 : r->sizes[i] > most ? r->sizes[i] : most;
+    r->mem_train = r->mem_test = (lr_mem){.caps = caps, .cap_name = cap_name, .classes = r->o.classes, .iters = r->o.iters};
+    logreg_stream_shares(ctx, &r->train, most > 0 ? most : 0, r->have_test ? &r->test : NULL, r->f32, &r->mem_train,
+                         &r->mem_test);
     int rc = DS_OK;
     if (r->have_test)
-        rc = logreg_load(ctx, &r->test, 0, 0, r->f32, r->o.classes, &test, test_src, sizeof test_src);
+        rc = logreg_load(ctx, &r->test, 0, 0, r->f32, r->o.classes, &r->mem_test, &test, test_src, sizeof test_src);
     for (int i = 0; rc == DS_OK && i < r->nsizes; i++)
         rc = logreg_one(ctx, r, &test, r->sizes[i], &rows[i], src, len);
     logreg_set_free(ctx, &test);

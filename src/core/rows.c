@@ -135,7 +135,7 @@ static void *rows_reader(void *arg)
         ds_msg m = {{0}};
         int rc = rows_produce(s, r0, nr, X, y, &m);
         double xm = 0, ym = 0;
-        if (rc == DS_OK) {
+        if (rc == DS_OK && !s->raw) {
             xm = data_rescale(X, s->f32, nr * s->cols, s->x_exp);
             ym = data_rescale(y, 0, nr, s->y_exp);
         }

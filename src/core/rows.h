@@ -28,6 +28,7 @@ typedef struct ds_rows {
     const char *phase;  // a static name for the watchdog and the progress lines: "solve: streaming X"
     int x_exp, y_exp;   // chunks hold X / 2^x_exp and y / 2^y_exp (set between passes; 0: as read)
     double xmax, ymax;  // the largest magnitudes read in the last pass (before the division)
+    int raw;            // 1: chunks as produced, neither divided nor scanned (x_exp, y_exp, xmax, ymax unused)
 
     // The next pass only (rows_begin takes them, rows_end forgets them): NULL, every row; else the local
     // row ranges [spans[2i], spans[2i+1]), ascending, read as one sequence of rows cut into chunks (a

@@ -55,9 +55,18 @@ void logreg_set_free(ds_ctx *ctx, lr_set *s)
     if (ctx->be) {
         ctx->be->free(ctx, s->X);
         ctx->be->free(ctx, s->labels);
+        if (s->src)
+            rows_close(ctx, s->src);
+        if (s->host_x)
+            ctx->be->host_free(ctx, s->host_x);
+        if (s->host_y)
+            ctx->be->host_free(ctx, s->host_y);
     }
-    s->X = NULL;
+    free(s->src);
+    s->X = s->host_x = NULL;
     s->labels = NULL;
+    s->host_y = NULL;
+    s->src = NULL;
 }
 
 void logreg_result_free(lr_result *res)
@@ -73,12 +82,14 @@ enum { LR_CK_IT, LR_CK_COUNT, LR_CK_NEWEST, LR_CK_F, LR_CK_LEN };
 // The training state in backend memory, one allocation.
 enum { OUT_F, OUT_ACC, OUT_FT, OUT_ACCT, OUT_GTD, OUT_T, OUT_LEN };
 // The training state in backend memory, one allocation (mem, what a checkpoint holds), and the
-// scratch of the sums (gbuf, logreg_gbuf_len, and the fixed point's scales fix, 2·cols), another.
+// scratch of the sums (gbuf and acc, logreg_gbuf_len each, and the fixed point's scales fix, 2·cols),
+// another.
 typedef struct lr_state {
     int64_t dk;
     double *mem, *scratch;
-    double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *out, *rho, *hist, *gbuf, *fix;
+    double *W, *g, *x, *d, *Wt, *gt, *S, *Y, *out, *rho, *hist, *gbuf, *acc, *fix;
     double *resume, resume_ck[LR_CK_LEN];  // --restart: the checkpoint (host) and its counters, else NULL
+    double last_log;                       // a streamed set: the time of the last progress line
 } lr_state;
 
 static int64_t lr_state_len(const lr_state *st, int iters)
@@ -91,7 +102,7 @@ static int lr_state_alloc(ds_ctx *ctx, const lr_work *w, int iters, lr_state *st
 {
     const int m = LR_LBFGS_MEMORY;
     const int64_t dk = w->cols * w->classes, total = lr_state_len(&(lr_state){.dk = dk}, iters);
-    const int64_t nscratch = logreg_gbuf_len(w) + 2 * w->cols;
+    const int64_t nscratch = 2 * logreg_gbuf_len(w) + 2 * w->cols;
     st->dk = dk;
     DS_CHECK(ctx->be->alloc(ctx, (void **)&st->mem, (size_t)total * sizeof(double)));
     DS_CHECK(ctx->be->alloc(ctx, (void **)&st->scratch, (size_t)nscratch * sizeof(double)));
@@ -105,7 +116,8 @@ static int lr_state_alloc(ds_ctx *ctx, const lr_work *w, int iters, lr_state *st
     st->rho = p, p += m;
     st->hist = p;
     st->gbuf = st->scratch;
-    st->fix = st->scratch + logreg_gbuf_len(w);
+    st->acc = st->gbuf + logreg_gbuf_len(w);
+    st->fix = st->acc + logreg_gbuf_len(w);
     DS_CHECK(ctx->be->fill(ctx, st->scratch, nscratch, 0.0));
     return ctx->be->fill(ctx, st->mem, total, 0.0);
 }
@@ -133,11 +145,11 @@ double logreg_fix_scales(const double *xmax, int64_t cols, int64_t rows_global, 
 
 // w->fix and w->fix_lo for the set s (into st->fix): the max over ranks is exact, so the scales are the
 // same bits on any rank count. Collective; set-up (agreed on).
-static int lr_fix(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, lr_state *st)
+static int lr_fix(ds_ctx *ctx, lr_work *w, const lr_set *s, lr_state *st)
 {
     const int64_t cols = w->cols;
     double *host = malloc((size_t)(2 * cols) * sizeof(double));
-    int rc = host ? ops->colmax(ctx, w, s, host) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = host ? logreg_colmax(ctx, w, s, host) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK && ctx->nranks > 1)
         MPI_Allreduce(MPI_IN_PLACE, host, (int)cols, MPI_DOUBLE, MPI_MAX, ctx->comm);
@@ -199,6 +211,18 @@ static int lr_resume(ds_ctx *ctx, const lr_opts *o, lr_state *st, lr_result *res
     return ctx->be->upload(ctx, st->mem, host, (size_t)ns * sizeof(double));
 }
 
+// A streamed set: a line every 5 s at the top of an iteration (rank 0's, silenced by --quiet), for runs
+// whose passes are each too short for the row source's own lines.
+static void lr_progress(ds_ctx *ctx, const lr_set *s, lr_state *st, int it, int iters)
+{
+    const double now = MPI_Wtime();
+    if (!s->src || now - st->last_log < 5.0)
+        return;
+    ctx_log(ctx, "logreg: iteration %d of %d; X streamed at %.2f GB/s a rank over %d passes", it, iters,
+            s->src->seconds > 0 ? s->src->bytes / s->src->seconds / 1e9 : 0.0, s->src->passes);
+    st->last_log = now;
+}
+
 static int lr_abort(ds_ctx *ctx, int rc)
 {
     // Nothing to end when every rank already knows (a stop after a checkpoint, a checkpoint not written).
@@ -214,7 +238,7 @@ static int lr_abort(ds_ctx *ctx, int rc)
 static int lr_eval(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, lr_state *st, const double *E,
                    double *g, double *out, double *hist)
 {
-    DS_CHECK(ops->pass(ctx, w, s, E, 1, st->gbuf));
+    DS_CHECK(logreg_pass(ctx, w, s, E, 1, st->gbuf, st->acc));
     DS_CHECK(ctx->be->allreduce_sum(ctx, st->gbuf, logreg_gbuf_len(w)));
     return ops->finish(ctx, w, st->gbuf, E, g, out, hist);
 }
@@ -233,6 +257,7 @@ static int lr_first_order(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_s
     }
     for (int it = (int)ck[LR_CK_IT]; it < o->iters; it++) {
         ctx_beat(ctx, "logreg: iterations");
+        lr_progress(ctx, s, st, it, o->iters);
         ck[LR_CK_IT] = it;
         DS_CHECK(lr_checkpoint(ctx, o, st, res, ck));
         DS_CHECK(lr_eval(ctx, ops, w, s, st, st->W, st->g, st->out + OUT_F, st->hist + it));
@@ -296,6 +321,7 @@ static int lr_lbfgs(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s,
     for (; it < o->iters; it++) {
         int accepted = 0;
         ctx_beat(ctx, "logreg: L-BFGS iterations");
+        lr_progress(ctx, s, st, it, o->iters);
         const double now[LR_CK_LEN] = {it, count, newest, f};
         DS_CHECK(lr_checkpoint(ctx, o, st, res, now));
         DS_CHECK(lr_lbfgs_step(ctx, ops, w, s, st, count, newest, &f, &accepted));
@@ -320,6 +346,7 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
     const ds_backend *be = ctx->be;
     if (o->ckpt)
         ckpt_start(ctx, o->ckpt);
+    st->last_log = MPI_Wtime();
     DS_CHECK(be->mark(ctx, 0));
     if (o->optimizer == LR_LBFGS)
         DS_CHECK(lr_lbfgs(ctx, ops, w, s, o, st, res));
@@ -343,7 +370,8 @@ static int lr_run(ds_ctx *ctx, const lr_ops *ops, lr_work *w, const lr_set *s, c
 void logreg_work_init(lr_work *w, const lr_set *s, const lr_opts *o)
 {
     const int64_t rb = logreg_block_rows(s->rows_global);
-    *w = (lr_work){.rows_max = s->rows, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
+    const int64_t rows_max = !s->src ? s->rows : s->resident > s->src->chunk_rows ? s->resident : s->src->chunk_rows;
+    *w = (lr_work){.rows_max = rows_max, .cols = s->cols, .classes = o->classes, .model = o->model, .f32 = s->f32,
                    .l2 = o->l2, .inv_n = 1.0 / (double)s->rows_global, .block_rows = rb,
                    .blocks = (s->rows_global + rb - 1) / rb};
 }
@@ -366,7 +394,7 @@ int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *
         rc = lr_state_alloc(ctx, &w, o->iters, &st);
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
-        rc = lr_fix(ctx, ops, &w, train, &st);
+        rc = lr_fix(ctx, &w, train, &st);
     if (rc == DS_OK && o->ckpt && o->ckpt->restart)
         rc = lr_resume_read(ctx, o, &st, &st.resume, st.resume_ck);
     if (rc == DS_OK)
@@ -391,10 +419,10 @@ int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double
         rc = ctx->be->upload(ctx, st.W, W, (size_t)dk * sizeof(double));
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
-        rc = lr_fix(ctx, ops, &w, s, &st);
+        rc = lr_fix(ctx, &w, s, &st);
     double out[OUT_LEN] = {0};
     if (rc == DS_OK) {
-        rc = ops->pass(ctx, &w, s, st.W, 0, st.gbuf);
+        rc = logreg_pass(ctx, &w, s, st.W, 0, st.gbuf, st.acc);
         if (rc == DS_OK)
             rc = ctx->be->allreduce_sum(ctx, st.gbuf, logreg_gbuf_len(&w));
         if (rc == DS_OK)

@@ -7,7 +7,8 @@
 // slot a block, summed in block order after the allreduce; the counts are integers).
 // provides: lr_model, lr_optimizer, lr_set, lr_opts, lr_result, lr_work, lr_ops, lr_ops_cpu, lr_ops_cuda,
 //           logreg_block_rows, logreg_partition, logreg_gbuf_len, logreg_work_init, logreg_fix_scales,
-//           logreg_set_alloc, logreg_set_free, logreg_train, logreg_evaluate, logreg_result_free
+//           logreg_set_alloc, logreg_set_free, logreg_train, logreg_evaluate, logreg_result_free,
+//           logreg_pass, logreg_colmax
 #ifndef DS_LOGREG_H
 #define DS_LOGREG_H
 
@@ -15,6 +16,7 @@
 
 #include "core/ckpt.h"
 #include "core/ctx.h"
+#include "core/rows.h"
 
 enum lr_model { LR_SOFTMAX, LR_OVR };
 enum lr_optimizer { LR_GD, LR_NESTEROV, LR_LBFGS };
@@ -22,11 +24,20 @@ enum { LR_MAX_CLASSES = 64, LR_LBFGS_MEMORY = 10 };
 
 // A rank's rows of a labelled set in backend memory. X: rows × cols row-major (float when f32, else
 // double) whose last column is all ones (the bias); labels: rows int32 in 0 .. classes−1.
+// Streamed (src not NULL): the first `resident` rows (whole blocks) are X and labels as above, the
+// others come through the row source src in chunks of whole blocks (src->chunk_rows a multiple of
+// logreg_block_rows), each chunk's labels packed as int32 in the first bytes of the chunk's y
+// (logreg_stream.c); host_x, host_y: the pinned rows behind a source from host memory (else NULL),
+// freed with the set.
 typedef struct lr_set {
     void *X;
     int32_t *labels;
     int64_t rows, cols, rows_global, row0;
     int f32;
+    ds_rows *src;
+    int64_t resident;
+    void *host_x;
+    double *host_y;
 } lr_set;
 
 typedef struct lr_opts {
@@ -122,5 +133,13 @@ int logreg_train(ds_ctx *ctx, const lr_set *train, const lr_opts *o, lr_result *
 int logreg_evaluate(ds_ctx *ctx, const lr_set *s, const lr_opts *o, const double *W, double *accuracy, double *loss);
 
 void logreg_result_free(lr_result *res);
+
+// lr_ops.pass and lr_ops.colmax over a set held either way (logreg_stream.c): in memory, the op itself;
+// streamed, one pass of the source, the op on each chunk (a chunk of whole blocks gives its blocks'
+// sums exactly as in memory). pass: the first chunk's sums go to gbuf, each later one's to acc
+// (logreg_gbuf_len doubles of backend memory; unused in memory) and are added to gbuf, exactly (the
+// digits and counts are integers, the loss slots of other blocks 0). colmax waits on each chunk (set-up).
+int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf, double *acc);
+int logreg_colmax(ds_ctx *ctx, lr_work *w, const lr_set *s, double *xmax);
 
 #endif

@@ -1,7 +1,7 @@
 // logreg_data.c: loading a labelled set for logistic regression, from an MNIST-layout IDX directory or
 // an HDF5 file, a rank's rows of the first `limit` items (whole blocks, logreg_partition), with the
 // bias column appended and every label checked against the class count.
-// provides: lr_source, logreg_load
+// provides: logreg_probe, logreg_stream_shares, logreg_load
 #include "logreg/logreg_data.h"
 
 #include <stdlib.h>
@@ -99,8 +99,14 @@ static int lr_fill(ds_ctx *ctx, const lr_source *src, int64_t cols, int classes,
     return rc;
 }
 
-int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_cols, int f32, int classes, lr_set *s,
-                char *desc, size_t desc_len)
+int logreg_probe(const lr_source *src, int64_t *count, int64_t *features, ds_msg *msg)
+{
+    char images[4300];
+    return lr_probe(src, count, features, images, sizeof images, msg);
+}
+
+int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_cols, int f32, int classes,
+                const lr_mem *mem, lr_set *s, char *desc, size_t desc_len)
 {
     int64_t count = 0, cols = 0;
     memset(s, 0, sizeof *s);
@@ -118,10 +124,40 @@ int logreg_load(ds_ctx *ctx, const lr_source *src, int64_t limit, int64_t want_c
     DS_CHECK(ctx_agree(ctx, rc));
     int64_t row0 = 0, rows = 0;
     logreg_partition(n, ctx->nranks, ctx->rank, &row0, &rows);
-    rc = logreg_set_alloc(ctx, s, rows, cols + 1, f32);
+    lr_hold hold = {0};
+    if (mem)
+        DS_CHECK(logreg_stream_plan(ctx, mem, src, n, cols + 1, f32, rows, &hold));
+    // Streamed: the first hold.resident rows (whole blocks) in backend memory, the rest by the source.
+    const int64_t kept = hold.chunk_rows > 0 ? hold.resident : rows;
+    rc = logreg_set_alloc(ctx, s, kept, cols + 1, f32);
     s->rows_global = n;
     s->row0 = row0;
-    if (rc == DS_OK)
+    if (rc == DS_OK && kept > 0)
         rc = lr_fill(ctx, src, cols, classes, s);
-    return ctx_agree(ctx, rc);
+    if (hold.chunk_rows == 0 || rc != DS_OK)
+        return ctx_agree(ctx, rc);
+    s->rows = rows;
+    s->resident = kept;
+    return logreg_stream_open(ctx, src, &hold, cols, f32, classes, s);
+}
+
+void logreg_stream_shares(ds_ctx *ctx, const lr_source *train, int64_t limit, const lr_source *test, int f32,
+                          lr_mem *mem_train, lr_mem *mem_test)
+{
+    mem_train->share = mem_test->share = 1.0;
+    const lr_source *set[2] = {train, test};
+    double need = 0;
+    for (int i = 0; i < 2 && test; i++) {
+        int64_t count = 0, features = 0, row0 = 0, rows = 0;
+        ds_msg m = {{0}};
+        if (logreg_probe(set[i], &count, &features, &m) != DS_OK)
+            continue;  // the load says what is wrong
+        const int64_t n = i == 0 && limit > 0 && limit < count ? limit : count;
+        logreg_partition(n, ctx->nranks, ctx->rank, &row0, &rows);
+        need += logreg_memory_bytes(ctx, mem_train, n, rows, features + 1, f32);
+    }
+    int split = need > mem_train->caps.backend;
+    MPI_Allreduce(MPI_IN_PLACE, &split, 1, MPI_INT, MPI_MAX, ctx->comm);
+    if (split)
+        mem_train->share = mem_test->share = 0.5;
 }
