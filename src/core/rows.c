@@ -325,16 +325,23 @@ typedef struct rows_h5 {
     int has_y;
     int64_t cols;
     int f32;
-    struct stat st;  // the file when the source opened it
+    rows_stamp st;  // the file when the source opened it
 } rows_h5;
 
-// Whether the file at path is still the one st describes (the same inode, size and modification time).
-static int rows_same_file(const char *path, const struct stat *st)
+int rows_stamp_take(const char *path, rows_stamp *s)
 {
-    struct stat now;
-    return stat(path, &now) == 0 && now.st_ino == st->st_ino && now.st_dev == st->st_dev &&
-           now.st_size == st->st_size && now.st_mtim.tv_sec == st->st_mtim.tv_sec &&
-           now.st_mtim.tv_nsec == st->st_mtim.tv_nsec;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    *s = (rows_stamp){(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec,
+                      (int64_t)st.st_mtim.tv_nsec};
+    return 0;
+}
+
+int rows_stamp_same(const char *path, const rows_stamp *s)
+{
+    rows_stamp now;
+    return rows_stamp_take(path, &now) == 0 && memcmp(&now, s, sizeof now) == 0;
 }
 
 // A chunk's rows, read from a file that must not change while it streams: a file truncated, rewritten or
@@ -343,14 +350,14 @@ static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double 
 {
     const rows_h5 *h = arg;
     const long long r0 = (long long)row0, r1 = (long long)(row0 + nrows - 1);
-    if (!rows_same_file(h->path, &h->st))
+    if (!rows_stamp_same(h->path, &h->st))
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while it was read (rows %lld..%lld next)",
                        h->path, h->xname, r0, r1);
     if (!h->has_y)
         memset(y, 0, (size_t)nrows * sizeof(double));
     int rc = h5io_read_lsq_rows(h->path, h->xname, h->has_y ? h->yname : NULL, row0, nrows, h->cols, h->f32, X, y,
                                 msg);
-    if (rc == DS_OK && !rows_same_file(h->path, &h->st))
+    if (rc == DS_OK && !rows_stamp_same(h->path, &h->st))
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while rows %lld..%lld were read", h->path,
                      h->xname, r0, r1);
     if (rc != DS_OK && !strstr(msg->text, " rows ")) {
@@ -371,7 +378,7 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
     snprintf(h->xname, sizeof h->xname, "%s", xname);
     snprintf(h->yname, sizeof h->yname, "%s", yname ? yname : "");
     h->has_y = yname != NULL, h->cols = cols, h->f32 = f32;
-    if (stat(path, &h->st) != 0) {
+    if (rows_stamp_take(path, &h->st) != 0) {
         free(h);
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot open (it was there when the run began)", path);
     }

@@ -7,7 +7,8 @@
 // once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
 // the chunk size they leave room for.
 // provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
-//           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES
+//           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES,
+//           rows_stamp, rows_stamp_take, rows_stamp_same
 #ifndef DS_ROWS_H
 #define DS_ROWS_H
 
@@ -106,5 +107,14 @@ void rows_caps_default(ds_ctx *ctx, rows_caps *c);
 // host cap [1] (the pinned staging; 0 on a host backend).
 int64_t rows_chunk_for(const ds_ctx *ctx, const rows_caps *c, int64_t rows, int64_t cols, int f32, double fixed,
                        double extra, double min_bytes[2]);
+
+// A file as a source opened it (device, inode, size, modification time), so that a producer can refuse rows
+// of a file truncated, rewritten, touched or replaced while it streams. rows_stamp_take: 0, or −1 when
+// the file cannot be seen; rows_stamp_same: 1 when the file at path is still the one stamped.
+typedef struct rows_stamp {
+    int64_t dev, ino, size, sec, nsec;
+} rows_stamp;
+int rows_stamp_take(const char *path, rows_stamp *s);
+int rows_stamp_same(const char *path, const rows_stamp *s);
 
 #endif

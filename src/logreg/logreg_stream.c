@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "h5io.h"
 #include "idx.h"
@@ -92,16 +91,13 @@ typedef struct lr_producer {
     char h5[4096], xname[256], lname[256], dir[4096], split[16];
     int64_t features;
     int f32, classes;
-    struct stat st;  // the HDF5 file as it was opened: a change while it streams is bad input
+    rows_stamp st;  // the HDF5 file as it was opened: a change while it streams is bad input
 } lr_producer;
 
-// The file is still the one opened: same inode, size and modification time.
+// The file is still the one opened (rows_stamp_same).
 static int lr_same_file(const lr_producer *p, int64_t row0, int64_t n, ds_msg *msg)
 {
-    struct stat now;
-    if (stat(p->h5, &now) == 0 && now.st_ino == p->st.st_ino && now.st_dev == p->st.st_dev &&
-        now.st_size == p->st.st_size && now.st_mtim.tv_sec == p->st.st_mtim.tv_sec &&
-        now.st_mtim.tv_nsec == p->st.st_mtim.tv_nsec)
+    if (rows_stamp_same(p->h5, &p->st))
         return DS_OK;
     return ds_fail(msg, DS_ERR_INPUT, "%s: the file was changed or removed while it streamed (dataset %s, rows %lld..%lld)",
                    p->h5, p->xname, (long long)row0, (long long)(row0 + n - 1));
@@ -268,7 +264,7 @@ int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, i
         snprintf(p->dir, sizeof p->dir, "%s", src->dir ? src->dir : "");
         snprintf(p->split, sizeof p->split, "%s", src->split ? src->split : "");
         p->features = features, p->f32 = f32, p->classes = classes;
-        if (src->h5 && stat(src->h5, &p->st) != 0)
+        if (src->h5 && rows_stamp_take(src->h5, &p->st) != 0)
             rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot stat the file", src->h5);
     }
     const int64_t row0 = s->row0 + s->resident, n = s->rows - s->resident;  // the streamed rows
