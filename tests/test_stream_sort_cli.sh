@@ -106,7 +106,7 @@ if [ "$mode" = cpu ]; then
         DSOLVE_TEST_SORT_DELAY=0.05 timeout 60 "$mpiexec" -np "$np" "$dsolve" sort --backend cpu --input cut.h5 \
             --output out.h5 --host-memory 5M >out.txt 2>err.txt &
         job=$!
-        for _ in $(seq 500); do grep -q "runs sorted" err.txt && break; sleep 0.01; done
+        for _ in $(seq 500); do grep -q "chunks loaded" err.txt && break; sleep 0.01; done
         truncate -s 1000000 cut.h5
         wait "$job"
         rc=$?

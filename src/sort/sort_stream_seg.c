@@ -4,8 +4,8 @@
 // bisection on the key value of all the cuts at once (one allreduce a step), the keys equal to the
 // value found taken rank by rank and run by run, so the pieces add up to the segment. A rank stages its
 // own pieces straight from its store; the others' arrive by MPI point-to-point on host memory (never a
-// device pointer). The next round's pieces are cut and staged while this round's segment sorts; the
-// segment is then checked, copied back and written (ranks in turns).
+// device pointer). The next round's pieces are cut and staged while this round's segment sorts and is
+// copied back; the segment is then checked and written (ranks in turns).
 // provides: stream_segments
 #include "sort/sort_stream_int.h"
 
@@ -227,20 +227,22 @@ static int check_segment(ds_ctx *ctx, stream_state *st, const void *keys, int64_
     return DS_OK;
 }
 
-// The segment checked and copied to host memory (*h) for the sink. Local.
-static int finish_segment(ds_ctx *ctx, stream_state *st, void *keys, int64_t n, int64_t at, const void **h)
+// The segment's copy back to host memory (device backend: always, the output's crossing of the bus),
+// queued before the next segment's copies so that both directions run at once.
+static int fetch_segment(ds_ctx *ctx, stream_state *st, const void *keys, int64_t n)
 {
-    const ds_backend *be = ctx->be;
-    *h = keys;
+    if (ctx->be->host_memory || n == 0)
+        return DS_OK;
+    return st->ops->fetch(ctx, st->out, keys, (size_t)n * st->w);
+}
+
+// The segment checked, and in host memory (*h) once the queue is synced. Local.
+static int finish_segment(ds_ctx *ctx, stream_state *st, const void *keys, int64_t n, int64_t at, const void **h)
+{
+    *h = ctx->be->host_memory ? keys : st->out;
     if (n > 0 && st->s->verify)
         DS_CHECK(check_segment(ctx, st, keys, n, at));
-    if (!st->s->sink)
-        return be->sync(ctx);
-    if (!be->host_memory && n > 0) {
-        DS_CHECK(be->download(ctx, st->out, keys, (size_t)n * st->w));
-        *h = st->out;
-    }
-    return DS_OK;
+    return ctx->be->sync(ctx);
 }
 
 // The segment handed to the sink, ranks in turns (one HDF5 file, serial).
@@ -269,6 +271,7 @@ int stream_segments(ds_ctx *ctx, stream_state *st)
         void *keys = NULL;
         const void *h = NULL;
         DS_CHECK(ctx_agree(ctx, sort_segment(ctx, st, n, &keys)));
+        DS_CHECK(ctx_agree(ctx, fetch_segment(ctx, st, keys, n)));
         if (k + 1 < st->rounds)
             DS_CHECK(next_segment(ctx, st, k + 1, &next));
         int rc = finish_segment(ctx, st, keys, n, at, &h);
