@@ -6,7 +6,8 @@
 # with NaN, -0.0, inf; few unique; descending) under a tiny cap on 1 and 3 ranks against the in-memory
 # run; a cap below the working minimum and what does not stream exit 2; an input truncated while it
 # streams exits 3 naming file and dataset and leaves no output. gpu (one GPU, exit 77 without):
-# --device-memory 64M with keys from --gen and from the file against the in-memory GPU run.
+# --device-memory 64M with keys from --gen and from the file against the in-memory GPU run (and on two
+# ranks where there are two GPUs).
 # Needs python3 with numpy and h5py.
 set -u
 dsolve=$(realpath "$1")
@@ -20,6 +21,10 @@ if [ "$mode" = gpu ]; then
     cli_backend=cuda
     cap=(--device-memory 64M)
     nps="1"
+    # Two ranks too where there are two GPUs (the pieces then travel between ranks by MPI).
+    "$mpiexec" -np 2 "$dsolve" info --json >info.txt 2>/dev/null &&
+        "$py" -c "import json,sys; j=json.load(open('info.txt')); sys.exit(0 if all(r['device'] >= 0 for r in j['rank_info']) and len({r['device'] for r in j['rank_info']}) == 2 else 1)" 2>/dev/null &&
+        nps="1 2"
 else
     cli_backend=cpu
     cap=(--host-memory 64M)
