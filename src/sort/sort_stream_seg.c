@@ -206,6 +206,9 @@ static int next_segment(ds_ctx *ctx, stream_state *st, int64_t k, int64_t *n)
 static int sort_segment(ds_ctx *ctx, stream_state *st, int64_t n, void **keys)
 {
     int sel = 0;
+    *keys = st->p.k[0];
+    if (n == 0)  // a rank whose segments are done while others' go on
+        return DS_OK;
     DS_CHECK(stream_take_staged(ctx, st, n, 0));
     DS_CHECK(st->ops->radix(ctx, &st->p, n, st->w, -1, 0, &sel, NULL));
     *keys = st->p.k[sel];
