@@ -3,9 +3,9 @@
 # (docs/sort.md, "Keys beyond memory"). cpu: a 400 MB file of 10^8 int32 keys sorted in memory and
 # streamed under --host-memory 64M on 1 and 3 ranks: the same output file, verified, the JSON says
 # streamed (chunk_keys, bytes_moved: four crossings); small files of several types and orders (floats
-# with NaN, -0.0, inf; few unique; descending) under a tiny cap on 1 and 3 ranks against the in-memory
-# run; a cap below the working minimum and what does not stream exit 2; an input truncated while it
-# streams exits 3 naming file and dataset and leaves no output. gpu (one GPU, exit 77 without):
+# with NaN, -0.0, inf; few unique; descending) under a tiny cap on 3 ranks, and ranks with different
+# numbers of runs, against the in-memory run; a cap below the working minimum and --argsort exit 2; an
+# input truncated while it streams exits 3 naming file and dataset and leaves no output. gpu (one GPU, exit 77 without):
 # --device-memory 64M with keys from --gen and from the file against the in-memory GPU run (and on two
 # ranks where there are two GPUs).
 # Needs python3 with numpy and h5py.

@@ -4,7 +4,8 @@
 // (its share of the global order) is then cut at exact global ranks into segments of a chunk, whose
 // pieces (from every rank's runs, by MPI on host memory) are sorted again on the backend and handed out
 // in order. Four crossings of the bus in all (docs/sort.md, "Keys beyond memory").
-// provides: sort_stream, sort_keys_fn, sort_sink_fn, sort_stream_plan, sort_stream_run, SORT_STREAM_MIN_CHUNK
+// provides: sort_stream, sort_keys_fn, sort_sink_fn, sort_stream_backend_bytes, sort_stream_plan,
+//           sort_stream_run, SORT_STREAM_MIN_CHUNK
 #ifndef DS_SORT_STREAM_H
 #define DS_SORT_STREAM_H
 
@@ -42,12 +43,13 @@ typedef struct sort_stream {
     char why[256];
 } sort_stream;
 
-// Backend bytes a chunk of c keys of w bytes needs (three buffers and the library's scratch), and the
-// host bytes beside the keys on a device backend (the pinned output segment).
+// Backend bytes a chunk of c keys of w bytes needs: three buffers and the library's scratch.
 double sort_stream_backend_bytes(int64_t c, int w);
 
-// The chunk for the caps (bytes): at most what the backend cap leaves, at most n. 0 when less than
-// SORT_STREAM_MIN_CHUNK keys fit; min[0], min[1]: the backend and host bytes that chunk needs.
+// The chunk for the caps (bytes): at most what the backend cap leaves, at most n; on a device backend
+// also what the host cap leaves beside the keys for a segment's pinned buffers (the output, and with
+// several ranks the received pieces). 0 when less than SORT_STREAM_MIN_CHUNK keys fit; min[0], min[1]:
+// the backend and host bytes that chunk needs.
 int64_t sort_stream_plan(const ds_ctx *ctx, int64_t n, int w, double backend_cap, double host_cap, double min[2]);
 
 // Runs the streamed sort of s (chunk set; the ranks use the smallest). Collective.

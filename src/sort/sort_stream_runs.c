@@ -28,9 +28,10 @@ int64_t sort_stream_plan(const ds_ctx *ctx, int64_t n, int w, double backend_cap
     double c = floor((backend_cap - STREAM_FIXED) / (3.5 * w));
     min[0] = sort_stream_backend_bytes(least, w);
     min[1] = 0;
-    if (!ctx->be->host_memory) {  // the keys and one output segment, pinned
-        min[1] = ((double)n + least) * w;
-        c = fmin(c, floor(host_cap / w) - (double)n);
+    if (!ctx->be->host_memory) {  // the keys and a segment's buffers (output; received pieces), pinned
+        const int bufs = ctx->nranks > 1 ? 2 : 1;
+        min[1] = ((double)n + bufs * (double)least) * w;
+        c = fmin(c, floor((floor(host_cap / w) - (double)n) / bufs));
     }
     c = fmin(c, (double)(n > least ? n : least));
     return c < (double)least ? 0 : (int64_t)c;
