@@ -48,11 +48,13 @@ int sort_stream_decide(ds_ctx *ctx, sort_cmd *c)
     c->ss.chunk = sort_stream_plan(ctx, n, w, caps.backend, caps.host, min);
     if (c->ss.chunk > 0)
         return DS_OK;
+    const char *host_name =
+        opts_given(&c->a, "host-memory") ? "--host-memory" : "the rank's share of MemAvailable (--host-memory)";
     if (min[1] > caps.host)
         return ds_fail(&ctx->msg, DS_ERR_USAGE,
-                       "--host-memory %.4g MB is below the working minimum of %.4g MB for streaming %lld %s keys "
-                       "(they are kept in pinned host memory)",
-                       caps.host / 1e6, min[1] / 1e6, (long long)n, sort_dtype_name(c->o.dtype));
+                       "%s %.4g MB is below the working minimum of %.4g MB for streaming %lld %s keys (they are kept "
+                       "in pinned host memory)",
+                       host_name, caps.host / 1e6, min[1] / 1e6, (long long)n, sort_dtype_name(c->o.dtype));
     return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s %.4g MB is below the working minimum of %.4g MB for streaming %s keys",
                    cap_name, caps.backend / 1e6, min[0] / 1e6, sort_dtype_name(c->o.dtype));
 }

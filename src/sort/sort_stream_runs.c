@@ -234,7 +234,8 @@ static int verdict(ds_ctx *ctx, stream_state *st)
     if (st->sums[0])
         snprintf(s->why, sizeof s->why, "%llu adjacent pairs out of order", (unsigned long long)st->sums[0]);
     else if (st->sums[3])
-        snprintf(s->why, sizeof s->why, "%llu segment or rank boundaries out of order", (unsigned long long)st->sums[3]);
+        snprintf(s->why, sizeof s->why, "%llu segment or rank boundaries out of order",
+                 (unsigned long long)st->sums[3]);
     else if (st->sums[1] != st->sums[2])
         snprintf(s->why, sizeof s->why, "the checksum of the output keys differs from the input's");
     else
