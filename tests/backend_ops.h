@@ -184,6 +184,7 @@ void case_sort_special(ops_run *r);
 void case_sort_radix(ops_run *r);
 void case_sort_iota(ops_run *r);
 void case_sort_gather(ops_run *r);
+void case_sort_fetch(ops_run *r);
 void case_sort_sample(ops_run *r);
 void case_sort_bounds(ops_run *r);
 void case_sort_merge(ops_run *r);

@@ -368,6 +368,7 @@ static const ops_case cases[] = {
     {"sort.radix", case_sort_radix},
     {"sort.iota", case_sort_iota},
     {"sort.gather", case_sort_gather},
+    {"sort.fetch", case_sort_fetch},
     {"sort.sample", case_sort_sample},
     {"sort.bounds", case_sort_bounds},
     {"sort.merge", case_sort_merge},

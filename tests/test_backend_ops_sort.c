@@ -1,5 +1,5 @@
 // test_backend_ops_sort.c: test_backend_ops's cases of sort_ops (sort/sort.h), all exact: map, special,
-// radix, iota and gather (sample, bounds, merge and check: test_backend_ops_sort_runs.c), and the keys
+// radix, iota, gather and fetch (sample, bounds, merge and check: test_backend_ops_sort_runs.c), and the keys
 // of both files (the ops_key* and ops_kind* of backend_ops.h). Mapped keys (unsigned, 4 and 8 bytes)
 // run on every backend against the CPU backend (gpu mode) or the loops here. Native keys of every type
 // run where the backend under test takes them (native_ok), against the loops here: the CPU backend's
@@ -362,3 +362,31 @@ void case_sort_gather(ops_run *r)
         }
 }
 
+
+// sort.fetch: host bytes from backend memory, queued, read after the queue is synced.
+static int fetch_on(ds_ctx *c, const void *src, int64_t bytes, void *out)
+{
+    ops_mem m = {c};
+    const void *s = ops_put(&m, src, (size_t)bytes);
+    int rc = ops_ran(c, c->be->sort->fetch(c, out, s, (size_t)bytes), "sort.fetch");
+    if (rc == DS_OK)
+        rc = ops_ran(c, c->be->sync(c), "sync");
+    ops_release(&m);
+    return rc;
+}
+
+void case_sort_fetch(ops_run *r)
+{
+    for (int s = 0; s < OPS_SORT_NSIZES; s++) {
+        const int64_t n = ops_dim(r, ops_sort_sizes[s]);
+        const ops_kind k = {8, -1, 0};
+        ops_mem h = {NULL};
+        void *src = ops_new(&h, (size_t)n * 8), *got = ops_new(&h, (size_t)n * 8);
+        ops_keys_make(r, src, n, &k, 0);
+        int st = fetch_on(r->dut, src, n * 8, got);
+        char shape[64];
+        ops_shape_n(shape, sizeof shape, n, "");
+        ops_report(r, "sort.fetch", shape, "u64", ops_err_bytes(got, src, n, 8), 0, st);
+        ops_release(&h);
+    }
+}

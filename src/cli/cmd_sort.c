@@ -3,13 +3,16 @@
 // phases (median of --repeat runs after a warm-up) and writes the result in global order (ranks in
 // turns, to a temporary file renamed when complete).
 // provides: cmd_sort
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cmd_sort.h"
 #include "cli/cmds.h"
 #include "core/cleanup.h"
 #include "core/data.h"
 #include "h5io.h"
+#include "cli/memcaps.h"
 #include "cli/opts.h"
 #include "cli/report.h"
 #include "core/repeat.h"
@@ -29,6 +32,7 @@ static const ds_opt sort_table[] = {
     {"verify", OPT_FLAG, NULL, NULL, 0, 0, "check order, rank boundaries, count and checksum"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up sort, then R timed; the median is reported"},
     {"cub-only", OPT_FLAG, NULL, NULL, 0, 0, "benchmark reference: time the library's radix sort alone on each rank's keys"},
+    DS_MEMORY_OPTS("a rank's share of the keys"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -41,20 +45,6 @@ static const char sort_about[] =
     "all-to-all, a merge of the received runs. Floats: -inf < ... < -0.0 < +0.0 < ... < +inf < NaN.\n"
     "Without --input or --gen: 10^8 int32 keys per rank in descending order, sorted and verified.";
 
-typedef struct sort_cmd {
-    ds_args a;
-    sort_opts o;
-    int dist, default_run;
-    int64_t n_global, i0, n_local;
-    void *hkeys, *hvals;       // host copies of this rank's input
-    void *dkeys, *dvals;       // the same in backend memory (the host copies on the CPU backend)
-    const char *input, *dataset, *values;
-    double *times;             // [5 × repeat]: the slowest rank's whole-sort times, then each phase's
-    sort_result res;
-    double phase[4], seconds, total, imbalance;
-    int verified;              // −1 not checked, 0 failed, 1 passed
-    char why[256];
-} sort_cmd;
 
 // The sizes and types of the input (every rank validates, so all fail alike).
 static int sort_probe(ds_ctx *ctx, sort_cmd *c)
@@ -265,7 +255,13 @@ static void sort_report(ds_ctx *ctx, sort_cmd *c)
             json_str(&j, "verified", "not checked");
         for (int k = 0; k < 4; k++)
             json_num(&j, phase_keys[k], c->phase[k]);
-        json_str(&j, "path", c->res.path_native ? "native" : "mapped");
+        json_str(&j, "path", c->streamed ? "streamed" : c->res.path_native ? "native" : "mapped");
+        json_bool(&j, "streamed", c->streamed);
+        json_int(&j, "chunk_keys", c->streamed ? c->ss.chunk : c->n_global);
+        json_int(&j, "runs", c->streamed ? c->ss.runs : 1);
+        json_num(&j, "bytes_moved", c->streamed ? c->ss.bytes_moved : 0.0);
+        json_num(&j, "stream_rate_gbps", c->streamed && c->seconds > 0 ? c->ss.bytes_moved / c->seconds / 1e9 : NAN);
+        json_num(&j, "io_seconds", c->streamed ? c->ss.io_seconds : NAN);
         json_int(&j, "repeat", opts_int(&c->a, "repeat"));
         json_nums(&j, "seconds_all", c->times, opts_int(&c->a, "repeat"));
         json_end(&j, stdout);
@@ -276,8 +272,13 @@ static void sort_report(ds_ctx *ctx, sort_cmd *c)
            ctx->nranks, ctx->nranks > 1 ? "s" : "", ctx->be->name, ctx->device_name);
     printf("  sort %.4f s%s (%.2f Gkeys/s), with I/O %.3f s, imbalance %.3f\n", c->seconds,
            opts_int(&c->a, "repeat") > 1 ? " median" : "", rate, c->total, c->imbalance);
-    printf("  phases: local sort %.4f s, splitters %.4f s, exchange %.4f s, merge %.4f s\n", c->phase[0], c->phase[1],
-           c->phase[2], c->phase[3]);
+    if (c->streamed)
+        printf("  streamed: the keys did not fit the memory caps; %lld runs of %lld keys, %.3g GB moved at %.2f GB/s, "
+               "%.3f s producing and writing\n", (long long)c->ss.runs, (long long)c->ss.chunk, c->ss.bytes_moved / 1e9,
+               c->seconds > 0 ? c->ss.bytes_moved / c->seconds / 1e9 : 0.0, c->ss.io_seconds);
+    else
+        printf("  phases: local sort %.4f s, splitters %.4f s, exchange %.4f s, merge %.4f s\n", c->phase[0],
+               c->phase[1], c->phase[2], c->phase[3]);
     if (c->verified >= 0)
         printf("  verify: %s%s%s\n", c->verified ? "PASSED" : "FAILED", c->verified ? "" : ": ", c->why);
 }
@@ -304,12 +305,34 @@ static int sort_options(ds_ctx *ctx, sort_cmd *c, ds_msg *msg)
     return DS_OK;
 }
 
+// The whole command's seconds (the slowest rank's), the report, and exit 4 for a failed verification.
+static int sort_finish(ds_ctx *ctx, sort_cmd *c, double t0, int rc)
+{
+    c->total = MPI_Wtime() - t0;
+    double most = 0;
+    MPI_Allreduce(&c->total, &most, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    c->total = most;
+    if (rc == DS_OK && ctx->rank == 0)
+        sort_report(ctx, c);
+    if (rc == DS_OK && c->verified == 0)
+        rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "sort: verification failed: %s", c->why);
+    return rc;
+}
+
 static int sort_main(ds_ctx *ctx, sort_cmd *c)
 {
     const double t0 = MPI_Wtime();
     if (opts_flag(&c->a, "cub-only") && !ctx->be->sort->native_ok)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--cub-only times CUB's radix sort: it needs the cuda backend");
     DS_CHECK(ctx_agree(ctx, sort_probe(ctx, c)));
+    DS_CHECK(ctx_agree(ctx, sort_stream_decide(ctx, c)));
+    if (c->streamed) {
+        c->times = calloc(1, sizeof(double));
+        DS_CHECK(ctx_agree(ctx, c->times ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
+        int rc = ctx_agree(ctx, sort_streamed(ctx, c));
+        c->times[0] = c->seconds;
+        return sort_finish(ctx, c, t0, rc);
+    }
     DS_CHECK(ctx_agree(ctx, sort_load(ctx, c)));
     sort_plan p;
     int rc = ctx_agree(ctx, sort_plan_init(ctx, &p, &c->o, c->dkeys, c->dvals, c->n_local));
@@ -322,14 +345,7 @@ static int sort_main(ds_ctx *ctx, sort_cmd *c)
     }
     if (rc == DS_OK && !opts_flag(&c->a, "cub-only"))
         rc = sort_write(ctx, c);
-    c->total = MPI_Wtime() - t0;
-    double most = 0;
-    MPI_Allreduce(&c->total, &most, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    c->total = most;
-    if (rc == DS_OK && ctx->rank == 0)
-        sort_report(ctx, c);
-    if (rc == DS_OK && c->verified == 0)
-        rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC, "sort: verification failed: %s", c->why);
+    rc = sort_finish(ctx, c, t0, rc);
     sort_plan_free(ctx, &p);
     return rc;
 }

@@ -84,6 +84,10 @@ typedef struct sort_ops {
     // Over native keys: out[0] = adjacent pairs out of order, out[1] = Σ sk_hash(mapped key),
     // out[2], out[3] = first and last mapped key (when n > 0). Waits.
     int (*check)(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int dtype, int desc, uint64_t out[4]);
+    // Host dst[0 .. bytes) = backend src, after the work queued before; queued on the same queue, so
+    // that a copy to the device on the copy queue runs meanwhile (the streamed sort). dst (pinned on a
+    // device) may be read once the backend's queue is synced.
+    int (*fetch)(ds_ctx *ctx, void *dst, const void *src, size_t bytes);
 } sort_ops;
 
 

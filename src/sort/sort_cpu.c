@@ -287,6 +287,14 @@ static void check_range(void *p, int t, int64_t a, int64_t b)
     c->part[t][1] = sum;
 }
 
+static int cpu_fetch(ds_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return DS_OK;
+}
+
 static int cpu_check(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int dtype, int desc, uint64_t out[4])
 {
     check_arg *c = calloc(1, sizeof *c);
@@ -317,4 +325,5 @@ const sort_ops sort_ops_cpu = {
     .bounds = cpu_bounds,
     .merge = cpu_merge,
     .check = cpu_check,
+    .fetch = cpu_fetch,
 };

@@ -108,6 +108,13 @@ static int cu_merge(ds_ctx *ctx, sort_plan *p, const void *a, int64_t na, const 
     return DS_OK;
 }
 
+static int cu_fetch(ds_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(ctx)));
+    return DS_OK;
+}
+
 static int cu_check(ds_ctx *ctx, sort_plan *p, const void *keys, int64_t n, int dtype, int desc, uint64_t out[4])
 {
     unsigned long long *d = (unsigned long long *)small_at(p, 0);
@@ -127,4 +134,5 @@ const sort_ops sort_ops_cuda = {
     .bounds = cu_bounds,
     .merge = cu_merge,
     .check = cu_check,
+    .fetch = cu_fetch,
 };
