@@ -37,6 +37,10 @@
 #                memory with --device-memory 16G, gram and cholesky, beside the same problem in device
 #                memory; peer: the pinned and pageable host-to-device rates (jobs/h2d_peer.py, torch);
 #                and 1 M x 500 (4 GB) from the file (--host-memory 2G) beside plain reads of it
+#   stream-cmds  the other commands beyond --device-memory (one GPU), each beside its in-memory run: sort
+#                2·10^9 int32 with --device-memory 2G (and CUB alone), ann 100 M x 10 from a file with
+#                --device-memory 2G, logreg 1.28 M x 784 f32 with --device-memory 2G (from pinned host
+#                memory, and from the file with --host-memory 3G); with 300 GB of RAM, sort 3·10^10 int32
 #   big          25 M x 1 000 f64 (200 GB) kept in pinned host memory and solved on one GPU (gram and
 #                cholesky), with the pinned host-to-device rate (jobs/h2d_peer.py); needs 300 GB of RAM
 #   cpu          the CPU backend (solve batch 100 and 1, cholesky, ann, sort 10^8, logreg on 2 ranks),
@@ -80,7 +84,7 @@ done
 for p in "${parts[@]}"; do
     case $p in
     build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
-        hdf5 | stream | big | sanitize | cpu) ;;
+        hdf5 | stream | stream-cmds | big | sanitize | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
 done
@@ -452,6 +456,44 @@ print(json.dumps({'seconds': s, 'gbps': n * (X.shape[1] * 8 + 8) / s / 1e9}))"
     rm -rf "$dir"
 }
 
+# ann, logreg and sort on data larger than the device cap, each beside the same run in memory.
+part_stream_cmds() {
+    local dir gb
+    [ "$DS_GPUS" -ge 1 ] || { skip stream-cmds "no GPU here"; return 0; }
+    dsr sort_2g_memory 1 sort --gen 2000000000 --verify
+    dsr sort_2g_cub 1 sort --gen 2000000000 --cub-only
+    dsr sort_2g_streamed 1 sort --gen 2000000000 --device-memory 2G --verify
+    dir=$(mktemp -d "${DSOLVE_SCRATCH:-/tmp}/dsolve-cmds.XXXXXX") || { failed+=("stream-cmds/scratch"); return 0; }
+    dsr ann_gen_train 1 gen --kind ann --rows 100000000 --cols 10 --seed 1 --output "$dir/a.h5"
+    dsr ann_gen_test 1 gen --kind ann --rows 1000000 --cols 10 --seed 2 --output "$dir/t.h5"
+    dsr ann_100m_memory 1 ann --input "$dir/a.h5" --test "$dir/t.h5"
+    dsr ann_100m_streamed 1 ann --input "$dir/a.h5" --test "$dir/t.h5" --device-memory 2G
+    rm -f "$dir/a.h5" "$dir/t.h5"
+    if have_py h5py; then
+        run logreg_gen "$DS_PYTHON" -c "
+import numpy as np, h5py
+n, d = 1280000, 784; rng = np.random.default_rng(5); W = rng.standard_normal((d, 10)).astype(np.float32)
+with h5py.File('$dir/lr.h5', 'w') as f:
+    X = f.create_dataset('X', (n, d), dtype='f4'); L = f.create_dataset('labels', (n,), dtype='i4')
+    for a in range(0, n, 65536):
+        x = rng.random((min(65536, n - a), d), dtype=np.float32); X[a:a + len(x)] = x
+        L[a:a + len(x)] = np.argmax((x - 0.5) @ W, axis=1)"
+        local lr=(logreg --input "$dir/lr.h5" --optimizer gd --iters 20)
+        dsr logreg_4g_memory 1 "${lr[@]}"
+        dsr logreg_4g_host 1 "${lr[@]}" --device-memory 2G
+        dsr logreg_4g_file 1 "${lr[@]}" --device-memory 2G --host-memory 3G
+    else
+        skip logreg_stream "$DS_PYTHON has no h5py"
+    fi
+    rm -rf "$dir"
+    gb=$(awk '/^MemTotal/ { print int($2 / 1048576) }' /proc/meminfo)
+    if [ "$gb" -ge 300 ]; then
+        dsr sort_30g_streamed 1 sort --gen 30000000000 --verify
+    else
+        skip sort_30g_streamed "3·10^10 int32 pin about 160 GB; this machine has $gb GiB of RAM"
+    fi
+}
+
 # Beyond one GPU: X of 200 GB generated into pinned host memory, every pass across the bus.
 part_big() {
     local gb
@@ -533,6 +575,7 @@ for part in "${parts[@]}"; do
     ctest-all) part_ctest ;;
     bench-cases) part_bench_cases ;;
     bench-node) part_bench_node ;;
+    stream-cmds) part_stream_cmds ;;
     *) "part_$part" ;;
     esac
     ds_log "$part: $((SECONDS - t0)) s"
