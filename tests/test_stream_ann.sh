@@ -7,7 +7,7 @@
 # Gram takes the in-memory chunks. CPU: the model (weights_digest) is bitwise the in-memory run's; /yhat
 # and the metrics within 1e-12 relative (BLAS may order a row's sums by the chunk's shape); GPU: all
 # within 1e-12 relative. JSON says streamed, with chunk_rows and bytes_moved a whole number of passes over X and
-# y. A cap below the working minimum is exit 2 naming it; a file truncated while it streams is exit 3
+# y. A cap below the working minimum is exit 2 naming it; a file truncated or touched while it streams is exit 3
 # naming the file and dataset, with no output left. Needs python3 with numpy and h5py.
 set -u
 dsolve=$(realpath "$1")
@@ -149,5 +149,14 @@ for cmd in ann predict; do
         ! compgen -G "out.h5.part*" >/dev/null; then ok
     else bad "$cmd on a truncated file: exit $rc, '$msg', $(ls out.h5* 2>/dev/null)"; fi
 done
+
+# A file touched while it streams (the same bytes, a new modification time): exit 3, the file changed.
+cp big.h5 moving.h5
+(while :; do sleep 0.2; touch moving.h5; done) &
+toucher=$!
+cli_cmd=(ann)
+expect 3 "moving.h5: dataset X: the file changed while" 1 --input moving.h5 "${net[@]}" --output out.h5 "${c[@]}"
+kill "$toucher" && wait "$toucher" 2>/dev/null
+rm -f moving.h5
 
 finish "test_stream_ann $mode"

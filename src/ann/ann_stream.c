@@ -29,11 +29,9 @@ static int feed_failed(int rc, const char *name, int64_t row0, int64_t nrows, ds
     return rc;
 }
 
-// The producer of a file source (on the reader thread): rows of X and y (or labels) as h5io reads them,
-// y then turned into the pass's target.
-static int feed_read(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+// Rows of X and y (or labels) as h5io reads them, y then turned into the pass's target.
+static int feed_rows(const ann_feed *f, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
-    const ann_feed *f = arg;
     int rc;
     if (f->classes) {
         rc = h5io_read_labelled_rows(f->path, f->xname, f->yname, row0, nrows, f->cols, 0, X, f->labels, msg);
@@ -57,6 +55,20 @@ static int feed_read(void *arg, int64_t row0, int64_t nrows, void *X, double *y,
     return DS_OK;
 }
 
+// The producer of a file source (on the reader thread): the rows (feed_rows) of a file that must not
+// change while it streams (rows_stamp): checked before the read and after it.
+static int feed_read(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
+{
+    const ann_feed *f = arg;
+    if (rows_stamp_same(f->path, &f->st)) {
+        const int rc = feed_rows(f, row0, nrows, X, y, msg);
+        if (rc != DS_OK || rows_stamp_same(f->path, &f->st))
+            return rc;  // the rows of the file as opened, or the read's own failure
+    }
+    return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while it was read (rows %lld..%lld)", f->path,
+                   f->xname, (long long)row0, (long long)(row0 + nrows - 1));
+}
+
 int ann_source_open_file(ds_ctx *ctx, ann_source *src, const char *path, const char *xname, const char *yname,
                          int classes, int64_t row0, int64_t rows, int64_t cols, int64_t chunk, const char *phase)
 {
@@ -70,6 +82,8 @@ int ann_source_open_file(ds_ctx *ctx, ann_source *src, const char *path, const c
     f->cols = cols, f->classes = classes && yname;
     src->feed = f;
     src->open = 1;
+    if (rows_stamp_take(path, &f->st) != 0)
+        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot open (it was there when the run began)", path);
     if (f->classes && !(f->labels = malloc((size_t)chunk * sizeof(int32_t))))
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     return rows_open(ctx, &src->rows, feed_read, f, row0, rows, cols, 0, chunk, phase);

@@ -27,6 +27,7 @@ typedef struct ann_feed {
     int mode;          // ANN_FEED_*
     ann_ymap map;      // for ANN_FEED_Z and ANN_FEED_TC
     int32_t *labels;   // [chunk rows], with classes
+    rows_stamp st;     // the file as the source opened it: a change while it streams is bad input
 } ann_feed;
 
 // One set's rows as a stream: from the file (feed) or from host memory (y, and the targets z and tc
