@@ -13,6 +13,7 @@
 #include "cli/memcaps.h"
 #include "core/cleanup.h"
 #include "core/data.h"
+#include "core/rows.h"
 #include "h5io.h"
 
 static int stream_refusal(ds_ctx *ctx, const sort_cmd *c, double need, double cap, const char *cap_name)
@@ -64,6 +65,7 @@ typedef struct stream_io {
     const char *tmp;  // the output's temporary name
     int threads;
     double delay;     // DSOLVE_TEST_SORT_DELAY: seconds of pause before each chunk (the fault tests)
+    rows_stamp st;    // --input as the run opened it: a change while it is read is bad input
 } stream_io;
 
 static int produce_keys(void *arg, int64_t i0, int64_t n, void *out, ds_msg *msg)
@@ -79,13 +81,19 @@ static int produce_keys(void *arg, int64_t i0, int64_t n, void *out, ds_msg *msg
                       io->threads);
         return DS_OK;
     }
+    const long long k0 = (long long)(c->i0 + i0), k1 = (long long)(c->i0 + i0 + n - 1);
+    if (!rows_stamp_same(c->input, &io->st))
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while it was read (keys %lld..%lld next)",
+                       c->input, c->dataset, k0, k1);
     int rc = h5io_read_keys(c->input, c->dataset, c->o.dtype, c->i0 + i0, n, out, msg);
+    if (rc == DS_OK && !rows_stamp_same(c->input, &io->st))
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while keys %lld..%lld were read", c->input,
+                       c->dataset, k0, k1);
     if (rc != DS_OK && !strstr(msg->text, c->dataset)) {  // a file that changed under the run
         char was[sizeof msg->text];
         snprintf(was, sizeof was, "%s", msg->text);
         msg->text[0] = '\0';
-        rc = ds_fail(msg, rc, "%s (dataset %s, keys %lld..%lld, read while streaming)", was, c->dataset,
-                     (long long)(c->i0 + i0), (long long)(c->i0 + i0 + n - 1));
+        rc = ds_fail(msg, rc, "%s (dataset %s, keys %lld..%lld, read while streaming)", was, c->dataset, k0, k1);
     }
     return rc;
 }
@@ -108,7 +116,7 @@ int sort_streamed(ds_ctx *ctx, sort_cmd *c)
 {
     const char *out = opts_str(&c->a, "output");
     char tmp[4200] = "", dir[4200];
-    stream_io io = {c, tmp, sort_threads(ctx), test_delay()};
+    stream_io io = {.c = c, .tmp = tmp, .threads = sort_threads(ctx), .delay = test_delay()};
     sort_stream *s = &c->ss;
     data_partition(c->n_global, ctx->nranks, ctx->rank, &c->i0, &c->n_local);
     s->o = c->o;
@@ -116,13 +124,15 @@ int sort_streamed(ds_ctx *ctx, sort_cmd *c)
     s->produce = produce_keys;
     s->produce_arg = &io;
     s->verify = opts_flag(&c->a, "verify") || c->default_run;
-    int rc = DS_OK;
+    int rc = c->input && rows_stamp_take(c->input, &io.st) != 0
+                 ? ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot open (it was there when the run began)", c->input)
+                 : DS_OK;
     if (out) {
         snprintf(dir, sizeof dir, "%s", out);
         s->tmp_dir = dirname(dir);
         h5io_part_name(out, ctx->job_tag, tmp, sizeof tmp);
         cleanup_add(tmp);
-        if (ctx->rank == 0)
+        if (rc == DS_OK && ctx->rank == 0)
             rc = h5io_create_keys(tmp, 1, c->dataset, c->o.dtype, c->n_global, &ctx->msg);
         s->sink = sink_keys;
         s->sink_arg = &io;
