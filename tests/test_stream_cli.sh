@@ -2,7 +2,7 @@
 # test_stream_cli.sh DSOLVE MPIEXEC [cpu|gpu]: `dsolve solve` from an HDF5 input larger than the memory
 # cap (docs/solve.md, "Inputs larger than memory"). A file of 500 000 x 100 f64 (400 MB) is solved in
 # memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M with --host-memory 192M, one GPU
-# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram and cholesky on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
+# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram, cholesky and qr on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
 # JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y), auto and the default method
 # stream by the Gram route; the caps' usage errors exit 2 naming what is wrong; a file changed or cut
 # short while it streams is exit 3. Needs python3 with numpy
@@ -56,7 +56,7 @@ PY
 }
 
 for np in $nps; do
-    for method in gram cholesky; do
+    for method in gram cholesky qr; do
         rm -f mem.h5 str.h5
         run "$np" --input big.h5 --method "$method" --json --output mem.h5
         cp out.txt mem.json
@@ -68,11 +68,21 @@ for np in $nps; do
     done
 done
 
-# auto streams by cholesky (qr does not stream) and says so; the default method by the Gram route,
+# auto streams by cholesky (X is well conditioned) and says so; the default method by the Gram route,
 # with a summary line.
 run 1 --input big.h5 --method auto --json "${cap[@]}"
 "$py" -c "import json; j=json.load(open('out.txt')); assert j['method'] == 'cholesky' and j['streamed'] and 'streamed' in j['method_reason'], j" &&
     ok || bad "auto streamed: $(cat out.txt err.txt)"
+# An ill-conditioned X (two columns equal to 1e-7): auto's Cholesky attempt fails and it streams by qr.
+"$py" -c "
+import h5py, numpy as np
+r = np.random.default_rng(3); X = r.random((50000, 40)) - 0.5; X[:, 1] = X[:, 0] + 1e-7 * (r.random(50000) - 0.5)
+h5py.File('ill.h5', 'w').update({'X': X, 'y': X @ (r.random(40) - 0.5)})"
+run "${nps##* }" --input ill.h5 --method auto --json "${cap[0]}" 4M
+"$py" -c "
+import json; j = json.load(open('out.txt'))
+assert j['method'] == 'qr' and j['streamed'] and j['method_reason'].startswith('X streamed:'), j
+assert j['rel_residual'] < 1e-12 and j['bytes_moved'] == 3 * 50000 * 41 * 8, j" && ok || bad "auto to qr streamed: $(cat out.txt err.txt)"
 run 1 --input big.h5 --quiet "${cap[@]}"
 grep -q "method gram" out.txt && grep -q "^  streamed:.*chunks of" out.txt && [ ! -s err.txt ] &&
     ok || bad "default method streamed: $(cat out.txt err.txt)"
@@ -98,7 +108,6 @@ fi
 expect 2 "working minimum" 1 --input big.h5 --method gram --output out.h5 "${cap[0]}" 1K
 expect 2 "not a size" 1 --input big.h5 "${cap[0]}" 64X
 expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
-expect 2 "qr does not stream yet.*cholesky" 1 --input big.h5 --method qr --output out.h5 "${cap[@]}"
 expect 2 "residual does not stream yet" 1 --input big.h5 --method residual "${cap[@]}"
 expect 2 "only --input files stream" 1 --rows 250000 --cols 100 "${cap[@]}"
 

@@ -7,7 +7,8 @@
 //      most of it back;
 //   3. otherwise, and when the factor fails (X'X singular or overflowing), qr, which works on X itself
 //      (a second pass) and refuses only an X that is rank deficient.
-// Every rank takes the same branch: the decisions rest on results all ranks share.
+// Every rank takes the same branch: the decisions rest on results all ranks share. A streamed X (rows)
+// takes the same steps, each method reading X from the source (qr: one more pass).
 #include "solve/solve_work.h"
 
 #include <stdio.h>
@@ -24,12 +25,15 @@ static void auto_forgive(ds_ctx *ctx)
     ctx->msg.text[0] = '\0';
 }
 
-int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
-                sb_result *res)
+int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
+                const sb_opts *opts, sb_result *res)
 {
     const double n = (double)X->cols;
     sb_opts o = *opts;
     char why[sizeof res->method_reason];
+    if (n * n * 8 > AUTO_GRAM_BYTES && rows)  // solvebak_stream_plan refuses such a stream before this
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "X'X (%.3g GB) would not fit, and the residual route does not stream",
+                       n * n * 8 / 1e9);
     if (n * n * 8 > AUTO_GRAM_BYTES) {
         o.method = SB_METHOD_RESIDUAL;
         const int64_t blocks = (X->cols + o.batch - 1) / o.batch;
@@ -44,7 +48,7 @@ int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_gl
     o.method = SB_METHOD_CHOLESKY;
     DS_CHECK(ctx->be->sync(ctx));
     const double t0 = MPI_Wtime();
-    int rc = sb_run_method(ctx, X, y, n_rows_global, &o, res);
+    int rc = sb_run_core(ctx, X, y, rows, n_rows_global, &o, res);
     if (rc == DS_OK && res->cond_estimate <= AUTO_COND_MAX) {
         snprintf(res->method_reason, sizeof res->method_reason,
                  "cond(X) about %.2g from the Cholesky factor: the normal equations suffice", res->cond_estimate);
@@ -67,7 +71,7 @@ int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_gl
     MPI_Allreduce(MPI_IN_PLACE, &tried, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     solvebak_result_free(res);
     o.method = SB_METHOD_QR;
-    DS_CHECK(sb_run_method(ctx, X, y, n_rows_global, &o, res));
+    DS_CHECK(sb_run_core(ctx, X, y, rows, n_rows_global, &o, res));
     snprintf(res->method_reason, sizeof res->method_reason, "%s", why);
     res->tried_seconds = tried;
     res->solve_seconds += tried;  // the honest total: the attempt set aside is part of the solve

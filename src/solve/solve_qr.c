@@ -64,11 +64,16 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
         rc = sb_alloc(ctx, &w->qr[2], n1 * n1);
     if (rc == DS_OK)
         rc = sb_alloc(ctx, &w->qr[3], 2 * n1);
-    if (rc == DS_OK)
+    if (w->rows) {  // streamed: X gives the chunks' shape; the chunks' R folded as they pass (collective)
+        rc = ctx_agree(ctx, rc);
+        if (rc == DS_OK)
+            rc = sb_qr_stream(ctx, n1, w);
+    } else if (rc == DS_OK) {
         rc = q->local_r(ctx, X, y, w->qr[0], w->qr[1]);
+    }
     if (rc == DS_OK)
         rc = sb_injected(ctx, "setup", &ctx->msg);
-    if (w->qr[0]) {  // as large as X: give it back before the certificate pass
+    if (w->qr[0]) {  // as large as X (a chunk, streamed): give it back before the certificate pass
         ctx->be->free(ctx, w->qr[0]);
         w->qr[0] = NULL;
     }

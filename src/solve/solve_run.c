@@ -164,7 +164,7 @@ static int sb_finish(ds_ctx *ctx, int64_t n, double pass, int method, const sb_o
 int solvebak_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global,
                  const sb_opts *opts, sb_result *res)
 {
-    return opts->method == SB_METHOD_AUTO ? sb_auto_run(ctx, X, y, n_rows_global, opts, res)
+    return opts->method == SB_METHOD_AUTO ? sb_auto_run(ctx, X, y, NULL, n_rows_global, opts, res)
                                           : sb_run_method(ctx, X, y, n_rows_global, opts, res);
 }
 

@@ -102,6 +102,10 @@ int sb_coarse_step(ds_ctx *ctx, int64_t n, int B, sb_work *w);
 // local [Xᵀe | ‖e‖²] for e = y − X·a.
 int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w);
 int sb_check_stream(ds_ctx *ctx, int64_t n, sb_work *w);
+// qr's pass: w->qr[1] = the R (n1 × n1) of the rank's streamed rows, each chunk's R (qr_ops.local_r, work
+// in w->qr[0], chunk-sized) folded into it as the chunks pass (qr_ops.stack_r); read again, divided by
+// powers of two, when the values lie beyond 2^±DATA_RANGE_EXP. Collective: every rank returns the same.
+int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w);
 // The run of one method, from X and y in backend memory, or (rows not NULL) streamed from rows, X then
 // giving only the chunks' shape (rows: the chunk rows).
 int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
@@ -120,7 +124,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w);
 int sb_qr_solve(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res);
 
 // solve_auto.c: --method auto.
-int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_global, const sb_opts *opts,
-                sb_result *res);
+int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
+                const sb_opts *opts, sb_result *res);
 
 #endif

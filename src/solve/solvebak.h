@@ -85,7 +85,8 @@ int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_
 int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *cap_name, int64_t rows,
                          int64_t cols, int f32, const sb_opts *o, int64_t *chunk_rows, ds_msg *msg);
 // solvebak_run with X and y read from rows, pass by pass: the Gram route (SolveBak's default and gram),
-// cholesky, and auto (cholesky, as QR does not stream yet); qr and residual are DS_ERR_USAGE. Collective.
+// cholesky, qr (each chunk's R folded into the rank's) and auto (cholesky, then qr when X is ill
+// conditioned: one more pass); residual is DS_ERR_USAGE. Collective.
 int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const sb_opts *opts, sb_result *res);
 
 // The route SolveBak would take for this shape on this backend, with rows_per_rank the same on every rank.
