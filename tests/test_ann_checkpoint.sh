@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_ann_checkpoint.sh: ann's checkpoints and restarts, on the built-in problem (100 000 rows, 400
-# neurons; --memory-mb 8 makes the Gram pass 20 row chunks a rank on 2 ranks, a safe point between each).
+# neurons; --memory-mb 2 makes the Gram pass 77 row chunks a rank on 2 ranks, a safe point between each: the
+# pass lasts over a second after the first checkpoint, longer than the signal's random delay).
 #   SIGUSR1 to mpirun, or SIGTERM to the ranks   a checkpoint, exit 5, no temporary file left
 #   SIGKILL at a random point (checkpoints at every safe point)   the last checkpoint stays whole
 #   --restart on the same ranks   the uninterrupted run's model, bitwise (weights_digest)
@@ -19,7 +20,7 @@ backend=${3:-cpu}
 np=${4:-2}
 source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 [ "$backend" = cpu ] || cli_gpus_or_skip "test_ann_checkpoint $backend" "$np"  # one GPU a rank, or skipped
-cli_cmd=(ann --rows 100000 --test-rows 1000 --neurons 400 --memory-mb 8)
+cli_cmd=(ann --rows 100000 --test-rows 1000 --neurons 400 --memory-mb 2)
 # On a GPU the pass takes milliseconds: more rows and neurons, and the checkpoints' writes (16 MB each)
 # keep it running long enough for a signal to find it.
 [ "$backend" = cpu ] || cli_cmd=(ann --rows 1000000 --test-rows 1000 --neurons 1000 --memory-mb 200)

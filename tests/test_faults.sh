@@ -14,8 +14,9 @@ mpiexec=${2:-mpirun}
 source "$(dirname "$(realpath "$0")")/cli_lib.sh"
 cli_timeout=60
 
-# A solve that runs for minutes on 3 ranks unless stopped: the residual route, checked every sweep.
-long=(solve --backend cpu --rows 300000 --cols 200 --method residual --iters 100000 --tol 1e-300 --timeout 4
+# A solve that runs for minutes on 3 ranks unless stopped: the residual route, every sweep run (--tol 0) and
+# watched (its predicted time turns on the progress lines and with them the per-sweep heartbeat).
+long=(solve --backend cpu --rows 300000 --cols 200 --method residual --iters 100000 --tol 0 --timeout 4
       --output out.h5)
 
 # pid_of_rank R: the dsolve process of rank R of the job started from this test.
