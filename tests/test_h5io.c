@@ -1,14 +1,17 @@
 // test_h5io.c: io/h5io against files it writes itself in a fresh directory (test_tmp_open): round trips
 // of least-squares files (float32 and float64, whole and partial reads), vectors and attributes, and
 // every kind of bad input, each of which must fail with DS_ERR_INPUT and a message naming the file
-// and the dataset. Runs on rank 0; other ranks only take part in the verdict.
+// and the dataset; a file whose guarded check crashed the probe worker is refused at once after that, until
+// it changes or is forgotten. Runs on rank 0; other ranks only take part in the verdict.
 #include <hdf5.h>  // provides: the raw HDF5 API, to build bad files and to read attributes back
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/probe.h"
 #include "h5io.h"
 #include "harness.h"
 
@@ -375,8 +378,59 @@ static void check_no_open_ids(const char *after)
     CHECK(n == 0, "%zd HDF5 objects still open after %s", n, after);
 }
 
+// The probe worker's check: h5io's own, but a crash (as libhdf5's on a crafted file) when the marker file
+// exists, which it removes first, so that the next check of the same file would pass. The marker's name is
+// set before probe_start, as the helper is a copy of this process made there.
+static char crash_marker[512];
+
+static int crash_once_check(const void *req, size_t len, ds_msg *msg)
+{
+    if (unlink(crash_marker) == 0)
+        raise(SIGSEGV);
+    return h5io_guard_check(req, len, msg);
+}
+
+static void crash_next_check(void)
+{
+    FILE *f = fopen(crash_marker, "w");
+    CHECK(f != NULL, "cannot create %s", crash_marker);
+    if (f)
+        fclose(f);
+}
+
+// A file whose check crashed the worker is refused with the same line without a new check (a file that holds
+// libhdf5 in a loop costs one time limit), until h5io_guard_forget or until the file changes.
+static void test_guard_memo(void)
+{
+    const char *p = make_lsq("memo.h5", 4, 3, 4);
+    double v = 0;
+    ds_msg m = {{0}};
+    crash_next_check();
+    int rc = h5io_read_attr_num(p, "X", "classes", &v, &m);
+    CHECK_FAIL(rc, m, DS_ERR_INPUT, "memo.h5: not a readable HDF5 file", "SIGSEGV");
+    m = (ds_msg){{0}};
+    rc = h5io_read_attr_num(p, "y", "seed", &v, &m);  // the worker would pass it now: the memo answers
+    CHECK_FAIL(rc, m, DS_ERR_INPUT, "memo.h5: not a readable HDF5 file", "SIGSEGV");
+    h5io_guard_forget();
+    m = (ds_msg){{0}};
+    rc = h5io_read_attr_num(p, "X", "classes", &v, &m);
+    CHECK(rc == DS_ERR_INPUT && !strstr(m.text, "SIGSEGV"), "after h5io_guard_forget: rc %d '%s'", rc, m.text);
+    crash_next_check();
+    m = (ds_msg){{0}};
+    rc = h5io_read_attr_num(p, "X", "classes", &v, &m);
+    CHECK_FAIL(rc, m, DS_ERR_INPUT, "memo.h5: not a readable HDF5 file", "SIGSEGV");
+    p = make_lsq("memo.h5", 5, 3, 5);  // another file under the same name
+    m = (ds_msg){{0}};
+    rc = h5io_read_attr_num(p, "X", "classes", &v, &m);
+    CHECK(rc == DS_ERR_INPUT && !strstr(m.text, "SIGSEGV"), "a rewritten file: rc %d '%s'", rc, m.text);
+    unlink(crash_marker);
+}
+
 int main(int argc, char **argv)
 {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(crash_marker, sizeof crash_marker, "%s/dsolve-h5io-crash-%ld", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+    probe_start(crash_once_check);  // before MPI_Init, as dsolve's main does
     MPI_Init(&argc, &argv);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -398,6 +452,8 @@ int main(int argc, char **argv)
         check_no_open_ids("test_nonfinite");
         test_commit();
         check_no_open_ids("test_commit");
+        test_guard_memo();
+        check_no_open_ids("test_guard_memo");
         test_tmp_remove();
     }
     int rc = test_finish("test_h5io");
