@@ -218,28 +218,32 @@ static int check_shape(hid_t dset, const char *path, const char *name, int rank,
     return h5i_check_storage(dset, path, name, total, msg);
 }
 
-// Opens dataset name (normalised) once it passes check_links, is a dataset, and passes check_type
-// and check_shape; the caller closes *dset. dims gets rank sizes.
-static int open_float_dataset(hid_t file, const char *path, const char *name, int rank,
-                              hid_t *dset, int64_t dims[2], int *f32, ds_msg *msg)
+// Opens name (normalised) once it passes check_links and is a dataset; the caller closes *dset.
+static int open_dataset(hid_t file, const char *path, const char *name, hid_t *dset, ds_msg *msg)
 {
     *dset = H5I_INVALID_HID;
     DS_CHECK(check_links(file, path, name, msg));
     hid_t obj = H5Oopen(file, name, H5P_DEFAULT);
     if (obj < 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot open", path, name);
-    int rc = DS_OK;
-    if (H5Iget_type(obj) != H5I_DATASET)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: %s is not a dataset", path, name);
-    if (rc == DS_OK)
-        rc = check_type(obj, path, name, f32, msg);
-    if (rc == DS_OK)
-        rc = check_shape(obj, path, name, rank, dims, msg);
-    if (rc == DS_OK)
-        *dset = obj;
-    else
+    if (H5Iget_type(obj) != H5I_DATASET) {
         h5i_close_obj(obj);
-    return rc;
+        return ds_fail(msg, DS_ERR_INPUT, "%s: %s is not a dataset", path, name);
+    }
+    *dset = obj;
+    return DS_OK;
+}
+
+// Opens dataset name (normalised) once it passes open_dataset, check_type and check_shape; the caller
+// closes *dset. dims gets rank sizes.
+static int open_float_dataset(hid_t file, const char *path, const char *name, int rank,
+                              hid_t *dset, int64_t dims[2], int *f32, ds_msg *msg)
+{
+    DS_CHECK(open_dataset(file, path, name, dset, msg));
+    int rc = check_type(*dset, path, name, f32, msg);
+    if (rc == DS_OK)
+        rc = check_shape(*dset, path, name, rank, dims, msg);
+    return h5i_keep(rc, dset);
 }
 
 // Moves rows row0 .. row0+n−1 (cols wide; 1-D when cols == 0) between dset and buf.
@@ -452,9 +456,18 @@ int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg)
     return open_ro(path, file, msg);
 }
 
-int h5i_check_links(hid_t file, const char *path, const char *name, ds_msg *msg)
+int h5i_open_dataset(hid_t file, const char *path, const char *name, hid_t *dset, ds_msg *msg)
 {
-    return check_links(file, path, name, msg);
+    return open_dataset(file, path, name, dset, msg);
+}
+
+int h5i_keep(int rc, hid_t *dset)
+{
+    if (rc != DS_OK) {
+        h5i_close_obj(*dset);
+        *dset = H5I_INVALID_HID;
+    }
+    return rc;
 }
 
 int h5i_open_float_dataset(hid_t file, const char *path, const char *name, int rank, hid_t *dset, int64_t dims[2],

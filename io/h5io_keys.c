@@ -85,21 +85,11 @@ static int key_length(hid_t dset, const char *path, const char *name, int64_t *n
 // Opens a validated 1-D key dataset; the caller closes *dset.
 static int open_keys(hid_t file, const char *path, const char *name, hid_t *dset, int *type, int64_t *n, ds_msg *msg)
 {
-    *dset = H5I_INVALID_HID;
-    DS_CHECK(h5i_check_links(file, path, name, msg));
-    hid_t obj = H5Oopen(file, name, H5P_DEFAULT);
-    if (obj < 0)
-        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot open", path, name);
-    int rc = H5Iget_type(obj) == H5I_DATASET ? DS_OK : ds_fail(msg, DS_ERR_INPUT, "%s: %s is not a dataset", path, name);
+    DS_CHECK(h5i_open_dataset(file, path, name, dset, msg));
+    int rc = key_type(*dset, path, name, type, msg);
     if (rc == DS_OK)
-        rc = key_type(obj, path, name, type, msg);
-    if (rc == DS_OK)
-        rc = key_length(obj, path, name, n, msg);
-    if (rc == DS_OK)
-        *dset = obj;
-    else
-        h5i_close_obj(obj);
-    return rc;
+        rc = key_length(*dset, path, name, n, msg);
+    return h5i_keep(rc, dset);
 }
 
 int h5io_probe_keys(const char *path, const char *name, int *type, int64_t *n, ds_msg *msg)

@@ -10,30 +10,17 @@
 static int open_label_dataset(hid_t file, const char *path, const char *name, hid_t *dset, int64_t dims[2],
                               ds_msg *msg)
 {
-    *dset = H5I_INVALID_HID;
-    DS_CHECK(h5i_check_links(file, path, name, msg));
-    hid_t obj = H5Oopen(file, name, H5P_DEFAULT);
-    if (obj < 0)
-        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot open", path, name);
-    int rc = DS_OK;
-    if (H5Iget_type(obj) != H5I_DATASET)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: %s is not a dataset", path, name);
-    if (rc == DS_OK) {
-        hid_t t = H5Dget_type(obj);
-        H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-        int standard = t >= 0 && h5i_standard_type(t);
-        h5i_close_type(t);
-        if (c != H5T_INTEGER || !standard)
-            rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %s, expected integer class labels", path, name,
-                         c == H5T_FLOAT ? "floating-point type" : c == H5T_INTEGER ? "non-standard integer type" : "not an integer type");
-    }
+    DS_CHECK(h5i_open_dataset(file, path, name, dset, msg));
+    hid_t t = H5Dget_type(*dset);
+    H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+    int standard = t >= 0 && h5i_standard_type(t), rc = DS_OK;
+    h5i_close_type(t);
+    if (c != H5T_INTEGER || !standard)
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %s, expected integer class labels", path, name,
+                     c == H5T_FLOAT ? "floating-point type" : c == H5T_INTEGER ? "non-standard integer type" : "not an integer type");
     if (rc == DS_OK)
-        rc = h5i_check_shape(obj, path, name, 1, dims, msg);
-    if (rc == DS_OK)
-        *dset = obj;
-    else
-        h5i_close_obj(obj);
-    return rc;
+        rc = h5i_check_shape(*dset, path, name, 1, dims, msg);
+    return h5i_keep(rc, dset);
 }
 
 int h5io_probe_labelled(const char *path, const char *xname, const char *lname, h5io_lsq_info *info, ds_msg *msg)

@@ -22,18 +22,21 @@ static lr_set lr_chunk(const lr_set *s, const ds_mat *C, const double *y, int64_
                     .rows_global = s->rows_global, .row0 = s->row0 + off, .f32 = s->f32};
 }
 
-int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf, double *acc)
+// What a walk over a streamed set does with each part: the resident rows or one chunk; first on the first.
+typedef int (*lr_part_fn)(ds_ctx *ctx, const lr_set *part, int first, void *arg);
+
+// Calls fn on the resident rows (when there are any, or when the source has none either: a pass over no
+// rows gives the rank's share of zeros), then on each chunk of the source, in row order.
+static int lr_walk(ds_ctx *ctx, const lr_set *s, lr_part_fn fn, void *arg)
 {
-    const lr_ops *ops = ctx->be->logreg;
-    if (!s->src)
-        return ops->pass(ctx, w, s, W, grad, gbuf);
-    const int64_t dk = w->cols * w->classes, len = logreg_gbuf_len(w), from = grad ? 0 : 2 * dk;
-    // The resident rows first (with none, a pass over no rows: the rank's share of zeros), into gbuf.
-    const ds_mat R = {.data = s->X, .rows = s->resident, .cols = s->cols, .f32 = s->f32};
-    const lr_set resident = lr_chunk(s, &R, (const double *)s->labels, 0);
-    int rc = s->resident > 0 || s->src->rows == 0 ? ops->pass(ctx, w, &resident, W, grad, gbuf) : DS_OK;
+    int rc = DS_OK, first = 1;
+    if (s->resident > 0 || s->src->rows == 0) {
+        const ds_mat R = {.data = s->X, .rows = s->resident, .cols = s->cols, .f32 = s->f32};
+        const lr_set resident = lr_chunk(s, &R, (const double *)s->labels, 0);
+        rc = fn(ctx, &resident, 1, arg);
+        first = 0;
+    }
     int64_t off = s->resident;
-    int first = rc == DS_OK && s->resident == 0 && s->src->rows > 0;
     if (rc == DS_OK)
         rc = rows_begin(ctx, s->src);
     while (rc == DS_OK) {
@@ -43,9 +46,7 @@ int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int g
         if (rc != DS_OK || C.rows == 0)
             break;
         const lr_set chunk = lr_chunk(s, &C, y, off);
-        rc = ops->pass(ctx, w, &chunk, W, grad, first ? gbuf : acc);
-        if (rc == DS_OK && !first)
-            rc = ctx->be->axpy(ctx, gbuf + from, acc + from, len - from, 1.0);
+        rc = fn(ctx, &chunk, first, arg);
         first = 0;
         off += C.rows;
     }
@@ -53,35 +54,55 @@ int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int g
     return rc != DS_OK ? rc : end;
 }
 
+// A pass's sums: the first part's into gbuf, each later one's into acc and added to gbuf (exactly: digits).
+typedef struct lr_pass_arg {
+    lr_work *w;
+    const double *W;
+    int grad;
+    double *gbuf, *acc;
+} lr_pass_arg;
+
+static int lr_pass_part(ds_ctx *ctx, const lr_set *part, int first, void *arg)
+{
+    const lr_pass_arg *a = arg;
+    const int64_t dk = a->w->cols * a->w->classes, len = logreg_gbuf_len(a->w), from = a->grad ? 0 : 2 * dk;
+    DS_CHECK(ctx->be->logreg->pass(ctx, a->w, part, a->W, a->grad, first ? a->gbuf : a->acc));
+    return first ? DS_OK : ctx->be->axpy(ctx, a->gbuf + from, a->acc + from, len - from, 1.0);
+}
+
+int logreg_pass(ds_ctx *ctx, lr_work *w, const lr_set *s, const double *W, int grad, double *gbuf, double *acc)
+{
+    if (!s->src)
+        return ctx->be->logreg->pass(ctx, w, s, W, grad, gbuf);
+    lr_pass_arg a = {.w = w, .W = W, .grad = grad, .gbuf = gbuf, .acc = acc};
+    return lr_walk(ctx, s, lr_pass_part, &a);
+}
+
+// Column maxima: the first part's into xmax, each later one's into part and folded in.
+typedef struct lr_colmax_arg {
+    lr_work *w;
+    double *xmax, *part;
+} lr_colmax_arg;
+
+static int lr_colmax_part(ds_ctx *ctx, const lr_set *part, int first, void *arg)
+{
+    const lr_colmax_arg *a = arg;
+    DS_CHECK(ctx->be->logreg->colmax(ctx, a->w, part, first ? a->xmax : a->part));
+    for (int64_t j = 0; !first && j < part->cols; j++)
+        a->xmax[j] = fmax(a->xmax[j], a->part[j]);
+    return DS_OK;
+}
+
 int logreg_colmax(ds_ctx *ctx, lr_work *w, const lr_set *s, double *xmax)
 {
-    const lr_ops *ops = ctx->be->logreg;
     if (!s->src)
-        return ops->colmax(ctx, w, s, xmax);
-    double *part = malloc((size_t)s->cols * sizeof(double));
-    if (!part)
+        return ctx->be->logreg->colmax(ctx, w, s, xmax);
+    lr_colmax_arg a = {.w = w, .xmax = xmax, .part = malloc((size_t)s->cols * sizeof(double))};
+    if (!a.part)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    const ds_mat R = {.data = s->X, .rows = s->resident, .cols = s->cols, .f32 = s->f32};
-    const lr_set resident = lr_chunk(s, &R, (const double *)s->labels, 0);
-    int rc = ops->colmax(ctx, w, &resident, xmax);  // 0 without rows
-    int64_t off = s->resident;
-    if (rc == DS_OK)
-        rc = rows_begin(ctx, s->src);
-    while (rc == DS_OK) {
-        ds_mat C;
-        const double *y = NULL;
-        rc = rows_next(ctx, s->src, &C, &y);
-        if (rc != DS_OK || C.rows == 0)
-            break;
-        const lr_set chunk = lr_chunk(s, &C, y, off);
-        rc = ops->colmax(ctx, w, &chunk, part);
-        for (int64_t j = 0; rc == DS_OK && j < s->cols; j++)
-            xmax[j] = fmax(xmax[j], part[j]);
-        off += C.rows;
-    }
-    free(part);
-    const int end = rows_end(ctx, s->src);
-    return rc != DS_OK ? rc : end;
+    const int rc = lr_walk(ctx, s, lr_colmax_part, &a);
+    free(a.part);
+    return rc;
 }
 
 // ---------------------------------------------------------------------------------------------------
