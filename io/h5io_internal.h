@@ -2,7 +2,7 @@
 // that close handles, normalise names, walk links and move row blocks. Only io/ files include it.
 // provides: NAME_MAX_LEN, CHUNK_BYTES, XFER_BYTES, LINKS_*, h5i_quiet, h5i_close_obj, h5i_close_space, h5i_close_type, h5i_close_plist,
 //           h5i_write_why, h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
-//           h5i_open_ro, h5i_open_dataset, h5i_keep, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
+//           h5i_open_ro, h5i_open_ro_bulk, h5i_open_dataset, h5i_keep, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
 //           h5i_create_dataset, h5i_chunk_shape, h5i_check_storage,
 //           h5i_standard_type, h5i_guard, GUARD_*
 #ifndef DS_H5IO_INTERNAL_H
@@ -44,6 +44,8 @@ int h5i_check_range(const char *path, const char *name, const int64_t dims[2], i
 // closes it); rank dimensions, none 0; rows of a float dataset (2-D, cols wide, or 1-D with cols 0)
 // read as float or double and checked finite.
 int h5i_open_ro(const char *path, hid_t *file, ds_msg *msg);
+// The same for a bulk read of rows: without libhdf5's chunk cache (see h5io.c).
+int h5i_open_ro_bulk(const char *path, hid_t *file, ds_msg *msg);
 int h5i_open_dataset(hid_t file, const char *path, const char *name, hid_t *dset, ds_msg *msg);
 int h5i_keep(int rc, hid_t *dset);
 int h5i_open_float_dataset(hid_t file, const char *path, const char *name, int rank, hid_t *dset, int64_t dims[2],

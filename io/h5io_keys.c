@@ -117,7 +117,7 @@ int h5io_read_keys(const char *path, const char *name, int type, int64_t row0, i
     hid_t file = H5I_INVALID_HID, d = H5I_INVALID_HID;
     int stored = 0;
     int64_t len = 0;
-    int rc = h5i_open_ro(path, &file, msg);
+    int rc = h5i_open_ro_bulk(path, &file, msg);
     if (rc == DS_OK)
         rc = open_keys(file, path, dn, &d, &stored, &len, msg);
     int64_t dims[2] = {len, 0};

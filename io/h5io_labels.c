@@ -86,7 +86,7 @@ int h5io_read_labelled_rows(const char *path, const char *xname, const char *lna
     h5i_quiet();
     cleanup_crash_scope(path);  // the data's decompression and conversion: a crash there is exit 3
     hid_t file = H5I_INVALID_HID;
-    int rc = h5i_open_ro(path, &file, msg);
+    int rc = h5i_open_ro_bulk(path, &file, msg);
     if (rc == DS_OK)
         rc = h5i_read_float_rows(file, path, xn, row0, nrows, cols, x_f32, X, msg);
     if (rc == DS_OK)

@@ -87,8 +87,12 @@ static void check_read(const char *p, const char *xn, const char *yn, int64_t ro
     void *X = calloc((size_t)(n * cols), el), *Xw = calloc((size_t)(n * cols), el);
     double *y = calloc((size_t)n, sizeof(double)), *yw = calloc((size_t)n, sizeof(double));
     ds_msg m = {{0}};
-    int rc = h5io_read_lsq_rows(p, xn, yn, row0, n, cols, f32, X, y, &m);
+    double big[2] = {-1, -1};
+    int rc = h5io_read_lsq_rows(p, xn, yn, row0, n, cols, f32, X, y, big, &m);
     CHECK(rc == DS_OK, "%s: rc %d: %s", what, rc, m.text);
+    CHECK(n == 0 || (big[0] == xval(row0 + n - 1, cols - 1) && big[1] == (double)(row0 + n - 1)),
+          "%s: largest magnitudes %g %g, want %g %g", what, big[0], big[1], xval(row0 + n - 1, cols - 1),
+          (double)(row0 + n - 1));
     fill_expected(row0, n, cols, f32, Xw, yw);
     CHECK(memcmp(X, Xw, (size_t)(n * cols) * el) == 0, "%s: X differs", what);
     CHECK(memcmp(y, yw, (size_t)n * sizeof(double)) == 0, "%s: y differs", what);
@@ -125,12 +129,12 @@ static void test_round_trip(int f32, const char *xn, const char *yn)
     check_read(p, xn, yn, 0, rows, cols, 1, "whole as f32");
     check_read(p, xn, yn, 3, 5, cols, 0, "rows 3..7 as f64");
     check_read(p, xn, yn, 3, 5, cols, 1, "rows 3..7 as f32");
-    rc = h5io_read_lsq_rows(p, xn, yn, 4, 0, cols, 0, NULL, NULL, &m);
+    rc = h5io_read_lsq_rows(p, xn, yn, 4, 0, cols, 0, NULL, NULL, NULL, &m);
     CHECK(rc == DS_OK, "0 rows: %s", m.text);
     rc = h5io_write_rows(p, xn, 8, 3, cols, f32, X, &m);
     CHECK(rc == DS_ERR_RUNTIME && strstr(m.text, "outside"), "write past the end: %d %s", rc, m.text);
     m.text[0] = '\0';
-    rc = h5io_read_lsq_rows(p, xn, yn, 8, 3, cols, 0, X, y, &m);
+    rc = h5io_read_lsq_rows(p, xn, yn, 8, 3, cols, 0, X, y, NULL, &m);
     CHECK_FAIL(rc, m, DS_ERR_INPUT, "outside", "rows 8..10");
     free(X);
     free(y);
@@ -286,7 +290,7 @@ static void test_bad_files(void)
     expect_probe(p, "X", "y", "cannot open", NULL);
     double X[2], y[1];
     ds_msg m = {{0}};
-    int rc = h5io_read_lsq_rows(p, "X", "y", 0, 1, 2, 0, X, y, &m);
+    int rc = h5io_read_lsq_rows(p, "X", "y", 0, 1, 2, 0, X, y, NULL, &m);
     CHECK_FAIL(rc, m, DS_ERR_INPUT, "cannot open", NULL);
     CHECK(h5io_has_dataset(p, "X") == 0, "has_dataset on a truncated file");
 }
@@ -339,16 +343,16 @@ static void test_nonfinite(void)
     CHECK(h5io_write_rows(p, "y", 3, 1, 0, 0, &bad_y, &m) == DS_OK, "%s", m.text);
     float X32[5 * 3];
     double X[5 * 3], y[5];
-    int rc = h5io_read_lsq_rows(p, "X", "y", 5, 5, 3, 0, X, y, &m);
+    int rc = h5io_read_lsq_rows(p, "X", "y", 5, 5, 3, 0, X, y, NULL, &m);
     CHECK_FAIL(rc, m, DS_ERR_INPUT, "dataset /X: non-finite value (nan) at row 7, column 2", NULL);
     m.text[0] = '\0';
-    rc = h5io_read_lsq_rows(p, "X", "y", 5, 5, 3, 1, X32, y, &m);
+    rc = h5io_read_lsq_rows(p, "X", "y", 5, 5, 3, 1, X32, y, NULL, &m);
     CHECK_FAIL(rc, m, DS_ERR_INPUT, "dataset /X: non-finite value (nan) at row 7, column 2", NULL);
     m.text[0] = '\0';
-    rc = h5io_read_lsq_rows(p, "X", "y", 0, 5, 3, 0, X, y, &m);
+    rc = h5io_read_lsq_rows(p, "X", "y", 0, 5, 3, 0, X, y, NULL, &m);
     CHECK_FAIL(rc, m, DS_ERR_INPUT, "dataset /y: non-finite value (-inf) at row 3", NULL);
     m.text[0] = '\0';
-    rc = h5io_read_lsq_rows(p, "X", "y", 4, 3, 3, 0, X, y, &m);
+    rc = h5io_read_lsq_rows(p, "X", "y", 4, 3, 3, 0, X, y, NULL, &m);
     CHECK(rc == DS_OK, "rows 4..6 hold no NaN: %s", m.text);
 }
 

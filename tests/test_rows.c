@@ -193,7 +193,7 @@ static int rate(ds_ctx *ctx, const char *path, int64_t chunk)
         double t = MPI_Wtime();
         for (int64_t r0 = 0; r0 < d.X.rows; r0 += chunk) {
             const int64_t nr = d.X.rows - r0 < chunk ? d.X.rows - r0 : chunk;
-            DS_CHECK(h5io_read_lsq_rows(path, "X", "y", d.row0 + r0, nr, d.X.cols, 0, X, y, &ctx->msg));
+            DS_CHECK(h5io_read_lsq_rows(path, "X", "y", d.row0 + r0, nr, d.X.cols, 0, X, y, NULL, &ctx->msg));
         }
         t = MPI_Wtime() - t;
         printf("rank %d: h5io_read_lsq_rows by %lld rows: %.3f s, %.2f GB/s\n", ctx->rank, (long long)chunk, t,

@@ -43,7 +43,7 @@ static int feed_rows(const ann_feed *f, int64_t row0, int64_t nrows, void *X, do
     }
     if (!f->yname[0])
         memset(y, 0, (size_t)nrows * sizeof(double));
-    rc = h5io_read_lsq_rows(f->path, f->xname, f->yname[0] ? f->yname : NULL, row0, nrows, f->cols, 0, X, y, msg);
+    rc = h5io_read_lsq_rows(f->path, f->xname, f->yname[0] ? f->yname : NULL, row0, nrows, f->cols, 0, X, y, NULL, msg);
     if (rc != DS_OK)
         return feed_failed(rc, f->xname, row0, nrows, msg);
     if (f->mode == ANN_FEED_Z)

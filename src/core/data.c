@@ -114,6 +114,16 @@ static double data_absmax(const double *x, int64_t n)
     return b[0];
 }
 
+void data_scale(void *v, int f32, int64_t n, int e)
+{
+    for (int64_t i = 0; e != 0 && i < n; i++) {
+        if (f32)
+            ((float *)v)[i] = (float)ldexp(((float *)v)[i], -e);
+        else
+            ((double *)v)[i] = ldexp(((double *)v)[i], -e);
+    }
+}
+
 double data_rescale(void *v, int f32, int64_t n, int e)
 {
     double big = 0;  // the values are finite: the readers refuse NaN and Inf
@@ -124,12 +134,7 @@ double data_rescale(void *v, int f32, int64_t n, int e)
     } else {
         big = data_absmax(v, n);
     }
-    for (int64_t i = 0; e != 0 && i < n; i++) {
-        if (f32)
-            ((float *)v)[i] = (float)ldexp(((float *)v)[i], -e);
-        else
-            ((double *)v)[i] = ldexp(((double *)v)[i], -e);
-    }
+    data_scale(v, f32, n, e);
     return big;
 }
 
@@ -138,9 +143,12 @@ static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, doubl
     file_src *s = arg;
     if (!s->yname)
         memset(y, 0, (size_t)nrows * sizeof(double));
-    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, msg));
-    s->xmax = fmax(s->xmax, data_rescale(X, s->f32, nrows * s->cols, s->x_exp));
-    s->ymax = fmax(s->ymax, data_rescale(y, 0, nrows, s->y_exp));
+    double big[2];
+    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, big, msg));
+    s->xmax = fmax(s->xmax, big[0]);
+    s->ymax = fmax(s->ymax, big[1]);
+    data_scale(X, s->f32, nrows * s->cols, s->x_exp);
+    data_scale(y, 0, nrows, s->y_exp);
     return DS_OK;
 }
 

@@ -1,6 +1,6 @@
 // data.h: a rank's row block of a least-squares problem (X, y) in backend memory, read from HDF5 or
 // generated, staged through bounded host chunks when the backend's memory is not host memory.
-// provides: ds_data, data_partition, data_probe_lsq, data_read_a_true, data_rescale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
+// provides: ds_data, data_partition, data_probe_lsq, data_read_a_true, data_rescale, data_scale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
 #ifndef DS_DATA_H
 #define DS_DATA_H
 
@@ -45,6 +45,8 @@ int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char 
 void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d);
 // Divides v (n float or double values) by 2^e (e = 0: leaves it) and returns the largest magnitude before.
 double data_rescale(void *v, int f32, int64_t n, int e);
+// Divides v by 2^e only (e = 0: leaves it), for values whose largest magnitude their reader gave.
+void data_scale(void *v, int f32, int64_t n, int e);
 // The power of two nearest a largest magnitude beyond 2^±DATA_RANGE_EXP, else 0.
 int data_range_exp(double big);
 

@@ -133,9 +133,15 @@ static void *rows_reader(void *arg)
         void *X = s->host[slot];
         double *y = (double *)((char *)X + s->x_bytes);
         ds_msg m = {{0}};
+        double *big = s->produced_big, xm = 0, ym = 0;
+        if (big)
+            big[0] = big[1] = 0;
         int rc = rows_produce(s, r0, nr, X, y, &m);
-        double xm = 0, ym = 0;
-        if (rc == DS_OK && !s->raw) {
+        if (rc == DS_OK && !s->raw && big) {  // the producer's scan gave the maxima: only the division is left
+            xm = big[0], ym = big[1];
+            data_scale(X, s->f32, nr * s->cols, s->x_exp);
+            data_scale(y, 0, nr, s->y_exp);
+        } else if (rc == DS_OK && !s->raw) {
             xm = data_rescale(X, s->f32, nr * s->cols, s->x_exp);
             ym = data_rescale(y, 0, nr, s->y_exp);
         }
@@ -326,6 +332,7 @@ typedef struct rows_h5 {
     int64_t cols;
     int f32;
     rows_stamp st;  // the file when the source opened it
+    double big[2];  // the largest magnitudes of X and y read since the reader zeroed them (produced_big)
 } rows_h5;
 
 int rows_stamp_take(const char *path, rows_stamp *s)
@@ -348,15 +355,18 @@ int rows_stamp_same(const char *path, const rows_stamp *s)
 // replaced during the run is exit 3 naming the dataset and the rows, never rows of another file.
 static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
 {
-    const rows_h5 *h = arg;
+    rows_h5 *h = arg;
     const long long r0 = (long long)row0, r1 = (long long)(row0 + nrows - 1);
     if (!rows_stamp_same(h->path, &h->st))
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while it was read (rows %lld..%lld next)",
                        h->path, h->xname, r0, r1);
     if (!h->has_y)
         memset(y, 0, (size_t)nrows * sizeof(double));
+    double big[2];
     int rc = h5io_read_lsq_rows(h->path, h->xname, h->has_y ? h->yname : NULL, row0, nrows, h->cols, h->f32, X, y,
-                                msg);
+                                big, msg);
+    h->big[0] = fmax(h->big[0], big[0]);
+    h->big[1] = fmax(h->big[1], big[1]);
     if (rc == DS_OK && !rows_stamp_same(h->path, &h->st))
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while rows %lld..%lld were read", h->path,
                      h->xname, r0, r1);
@@ -384,6 +394,7 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
     }
     int rc = rows_open(ctx, s, rows_read_h5, h, row0, rows, cols, f32, chunk_rows, phase);
     s->owns_arg = 1;  // rows_close frees h, also after a failed open
+    s->produced_big = h->big;
     return rc;
 }
 

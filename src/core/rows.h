@@ -30,6 +30,8 @@ typedef struct ds_rows {
     int x_exp, y_exp;   // chunks hold X / 2^x_exp and y / 2^y_exp (set between passes; 0: as read)
     double xmax, ymax;  // the largest magnitudes read in the last pass (before the division)
     int raw;            // 1: chunks as produced, neither divided nor scanned (x_exp, y_exp, xmax, ymax unused)
+    double *produced_big;  // where the producer raises the largest magnitudes of X and y it read (the reader
+                           // zeroes them before each chunk), or NULL: the reader scans each chunk for them
 
     // The next pass only (rows_begin takes them, rows_end forgets them): NULL, every row; else the local
     // row ranges [spans[2i], spans[2i+1]), ascending, read as one sequence of rows cut into chunks (a

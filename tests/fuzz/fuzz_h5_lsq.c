@@ -14,7 +14,7 @@ static void read_rows(const char *path, const char *yname, const h5io_lsq_info *
     void *X = fuzz_alloc(path, "X", n, info->cols, x_f32 ? sizeof(float) : sizeof(double));
     double *y = fuzz_alloc(path, "y", n, 1, sizeof(double));
     ds_msg msg = {{0}};
-    fuzz_expect(h5io_read_lsq_rows(path, "X", yname, row0, n, info->cols, x_f32, X, yname ? y : NULL, &msg), &msg,
+    fuzz_expect(h5io_read_lsq_rows(path, "X", yname, row0, n, info->cols, x_f32, X, yname ? y : NULL, NULL, &msg), &msg,
                 "h5io_read_lsq_rows");
     free(y);
     free(X);
