@@ -5,8 +5,9 @@
 // is then staged to one of two device buffers through the backend's pinned memory and copy queue
 // (ds_backend.stage), so that the copy overlaps the compute on the chunk before. A pass reads every row
 // once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
-// the chunk size they leave room for.
-// provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
+// the chunk size they leave room for. A pass may take a column window: its chunks hold only some columns,
+// and only those are read (a column hyperslab of the file), copied and staged (strided copies).
+// provides: rows_producer, rows_producer_cols, ROWS_WINDOW_MAX, rows_window, rows_window_col, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
 //           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES,
 //           rows_stamp, rows_stamp_take, rows_stamp_same
 #ifndef DS_ROWS_H
@@ -20,9 +21,16 @@
 // Fills host rows [row0, row0+nrows) of X (float when f32, else double; row-major) and y (double), as
 // data.c's producers do. Runs on the reader thread: it must not touch MPI, the backend or ctx.
 typedef int (*rows_producer)(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg);
+// The same for the columns [win[2i], win[2i+1]) (i < nwin, ascending, disjoint) only, packed side by side
+// in that order in X.
+typedef int (*rows_producer_cols)(void *arg, int64_t row0, int64_t nrows, const int64_t *win, int nwin, void *X,
+                                  double *y, ds_msg *msg);
+
+#define ROWS_WINDOW_MAX 2
 
 typedef struct ds_rows {
     rows_producer produce;
+    rows_producer_cols produce_cols;  // NULL: a window's chunks are produced whole, then packed
     void *arg;  // the producer's; rows_open_h5's own is freed by rows_close
     int64_t row0, rows, cols, chunk_rows;
     int f32;
@@ -37,6 +45,10 @@ typedef struct ds_rows {
     const int64_t *spans;
     int nspans;
     int64_t pass_rows;
+    // The next pass only, as spans (rows_window sets it): 0, every column; else the chunks hold the
+    // columns [win[2i], win[2i+1]) for i < nwin, packed in that order (X->cols their total).
+    int64_t win[2 * ROWS_WINDOW_MAX];
+    int nwin;
 
     // rows_open_memory: the rank's rows already in host memory (no reader; chunks are staged straight
     // from there, or given in place on a host backend), else NULL.
@@ -81,6 +93,13 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
 // chunks' copies overlap the compute; on a host backend the chunks are X and y themselves. No spans.
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
                      int64_t cols, int f32, int64_t chunk_rows, const char *phase);
+
+// The next pass's column window: the union of n ranges [cols[2i], cols[2i+1]) within the columns, in any
+// order, overlapping or not (empty ones ignored); its chunks hold those columns ascending, packed. Stored
+// as at most ROWS_WINDOW_MAX disjoint ranges: a union that needs more is an assert.
+void rows_window(ds_rows *s, const int64_t *cols, int n);
+// The column of the window's chunks that holds column col of the rows (col inside the window).
+int64_t rows_window_col(const ds_rows *s, int64_t col);
 
 // A pass: rows_begin starts the reader; rows_next gives the next chunk (X->rows == 0 after the last),
 // valid until the next rows_next or rows_end; rows_end stops the reader (also after a failure, and
