@@ -371,77 +371,8 @@ static int read_checked(hid_t file, const char *path, const char *name, int64_t 
     return rc;
 }
 
-// The global column of column p of a window's packed rows (win: nwin ascending ranges [first, end)).
-static int64_t window_col(const int64_t *win, int nwin, int64_t p)
-{
-    for (int i = 0; i < nwin; p -= win[2 * i + 1] - win[2 * i], i++)
-        if (p < win[2 * i + 1] - win[2 * i])
-            return win[2 * i] + p;
-    return -1;
-}
-
-// Rows row0 .. row0+n−1 of the window's columns into buf, packed: one selection, the union of the
-// ranges' hyperslabs, which HDF5 visits in the file's order (row by row, columns ascending).
-static herr_t read_block_cols(hid_t dset, hsize_t row0, hsize_t n, const int64_t *win, int nwin, hsize_t width,
-                              hid_t mtype, void *buf)
-{
-    hsize_t mcount[2] = {n, width};
-    hid_t fs = H5Dget_space(dset), ms = H5Screate_simple(2, mcount, NULL);
-    herr_t st = fs >= 0 && ms >= 0 ? 0 : -1;
-    for (int i = 0; st >= 0 && i < nwin; i++) {
-        hsize_t start[2] = {row0, (hsize_t)win[2 * i]}, count[2] = {n, (hsize_t)(win[2 * i + 1] - win[2 * i])};
-        st = H5Sselect_hyperslab(fs, i == 0 ? H5S_SELECT_SET : H5S_SELECT_OR, start, NULL, count, NULL);
-    }
-    if (st >= 0)
-        st = H5Dread(dset, mtype, ms, fs, H5P_DEFAULT, buf);
-    h5i_close_space(ms);
-    h5i_close_space(fs);
-    return st;
-}
-
-// read_checked for X's columns in the window only (in blocks of at most XFER_BYTES, as h5i_xfer_rows).
-static int read_checked_cols(hid_t file, const char *path, const char *name, int64_t row0, int64_t nrows,
-                             int64_t cols, const int64_t *win, int nwin, int f32, void *buf, ds_msg *msg)
-{
-    int64_t width = 0;
-    for (int i = 0; i < nwin; i++) {
-        if (!(win[2 * i] >= (i ? win[2 * i - 1] : 0) && win[2 * i] < win[2 * i + 1] && win[2 * i + 1] <= cols))
-            return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: column window %d (%lld..%lld) invalid", path, name, i,
-                           (long long)win[2 * i], (long long)win[2 * i + 1]);
-        width += win[2 * i + 1] - win[2 * i];
-    }
-    hid_t d = H5I_INVALID_HID;
-    int64_t dims[2] = {0};
-    int stored_f32 = 0;
-    int rc = open_float_dataset(file, path, name, 2, &d, dims, &stored_f32, msg);
-    if (rc == DS_OK)
-        rc = h5i_check_range(path, name, dims, row0, nrows, cols, msg);
-    const hid_t mtype = f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
-    const int64_t row_bytes = width * (f32 ? 4 : 8), step = XFER_BYTES / row_bytes > 0 ? XFER_BYTES / row_bytes : 1;
-    for (int64_t r = 0; rc == DS_OK && r < nrows; r += step) {
-        const int64_t n = nrows - r < step ? nrows - r : step;
-        if (read_block_cols(d, (hsize_t)(row0 + r), (hsize_t)n, win, nwin, (hsize_t)width, mtype,
-                            (char *)buf + r * row_bytes) < 0)
-            rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld", path, name,
-                         (long long)(row0 + r), (long long)(row0 + r + n - 1));
-    }
-    double bad = 0;
-    const int64_t i = rc == DS_OK ? first_nonfinite(buf, f32, nrows * width, &bad) : -1;
-    if (i >= 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: non-finite value (%s) at row %lld, column %lld", path, name,
-                     nonfinite_name(bad), (long long)(row0 + i / width), (long long)window_col(win, nwin, i % width));
-    h5i_close_obj(d);
-    return rc;
-}
-
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
                        int64_t nrows, int64_t cols, int x_f32, void *X, double *y, ds_msg *msg)
-{
-    return h5io_read_lsq_cols(path, xname, yname, row0, nrows, cols, NULL, 0, x_f32, X, y, msg);
-}
-
-int h5io_read_lsq_cols(const char *path, const char *xname, const char *yname, int64_t row0, int64_t nrows,
-                       int64_t cols, const int64_t *win, int nwin, int x_f32, void *X, double *y, ds_msg *msg)
 {
     if (nrows == 0)
         return DS_OK;
@@ -457,8 +388,7 @@ int h5io_read_lsq_cols(const char *path, const char *xname, const char *yname, i
     hid_t file = H5I_INVALID_HID;
     int rc = open_ro(path, &file, msg);
     if (rc == DS_OK)
-        rc = nwin > 0 ? read_checked_cols(file, path, xn, row0, nrows, cols, win, nwin, x_f32, X, msg)
-                      : read_checked(file, path, xn, row0, nrows, cols, x_f32, X, msg);
+        rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, msg);
     if (rc == DS_OK && yname)
         rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, msg);
     rc = h5i_close_file(file, path, rc, msg);

@@ -2,7 +2,7 @@
 // failure never leaves a handle open. Messages name the file, the dataset and the problem.
 // Serial HDF5 suffices: ranks read their own hyperslabs; writers take turns on a temporary file that
 // the caller renames (h5io_commit) only once every rank has succeeded.
-// provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_lsq_cols, h5io_read_vector, h5io_create_lsq,
+// provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
 //           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows,
 //           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num,
@@ -33,12 +33,6 @@ int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_
 // on a NaN or Inf, naming the dataset and the first bad row (a global row index) and column.
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
                        int64_t nrows, int64_t cols, int x_f32, void *X, double *y, ds_msg *msg);
-// h5io_read_lsq_rows for the columns [win[2i], win[2i+1]) of X (i < nwin; ascending, disjoint, within
-// cols) only, packed side by side in X in that order (a column hyperslab: only those values are
-// converted and copied; the file's chunks hold whole rows, so the bytes read from disk are those of
-// the chunks the rows lie in). A NaN or Inf names its column in the file. nwin 0: every column.
-int h5io_read_lsq_cols(const char *path, const char *xname, const char *yname, int64_t row0, int64_t nrows,
-                       int64_t cols, const int64_t *win, int nwin, int x_f32, void *X, double *y, ds_msg *msg);
 
 // 1 when path is an HDF5 file holding a dataset name, else 0. Never fails loudly.
 int h5io_has_dataset(const char *path, const char *name);

@@ -3,8 +3,8 @@
 // and bit for bit, over several passes, from a producer and from memory (rows_open_memory); a pass over
 // spans reads just their rows; a producer's failure reaches the caller with its message; a
 // pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK; a pass with
-// a column window delivers just its columns, packed, from a producer, from memory and from a file (its
-// column hyperslab), with spans too, and counts just their bytes.
+// a column window delivers just its columns, packed, from a producer, from memory and from a file, with
+// spans too, and counts the bytes read (whole rows from a producer or file, the window's from memory).
 // With "--rate FILE.h5 CHUNK_ROWS" instead: the seconds of h5io_read_lsq_rows over the file's rows by
 // chunks against a pass of rows_open_h5 over them (no compute), for docs/solve.md's figures.
 #include <math.h>
@@ -212,7 +212,7 @@ static int window_file(ds_ctx *ctx, int64_t rows, const char *path)
 
 // Windows of one range, of two (given out of order), of ranges that touch (one range) and of every
 // column, over a producer (whole rows produced, then packed), memory (strided copies) and a file
-// (rows_open_h5: a column hyperslab); then spans with a window, and a pass without one after them.
+// (rows_open_h5, as a producer); then spans with a window, and a pass without one after them.
 static void check_window(ds_ctx *ctx)
 {
     const int64_t rows = 257, all[] = {0, 0, 0, 0};
@@ -245,7 +245,8 @@ static void check_window(ds_ctx *ctx)
             int64_t bad = 0;
             const double before = s.bytes;
             const int64_t seen = window_pass(ctx, &s, wins[w], nwins[w], wants[w], nwants[w], order, &bad, &rc);
-            CHECK(rc == DS_OK && seen == rows && bad == 0 && s.bytes - before == rows * (nwants[w] + 1) * 8.0,
+            const double read = rows * ((src == 1 ? nwants[w] : COLS) + 1) * 8.0;
+            CHECK(rc == DS_OK && seen == rows && bad == 0 && s.bytes - before == read,
                   "window %s %d: rc %d (%s), %lld rows of %lld, %lld wrong, %.0f bytes", names[src], w, rc,
                   ctx->msg.text, (long long)seen, (long long)rows, (long long)bad, s.bytes - before);
         }

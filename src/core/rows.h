@@ -6,8 +6,9 @@
 // (ds_backend.stage), so that the copy overlaps the compute on the chunk before. A pass reads every row
 // once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
 // the chunk size they leave room for. A pass may take a column window: its chunks hold only some columns,
-// and only those are read (a column hyperslab of the file), copied and staged (strided copies).
-// provides: rows_producer, rows_producer_cols, ROWS_WINDOW_MAX, rows_window, rows_window_col, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
+// and only those are staged to the device and computed on (from host memory, by strided copies; a
+// producer's, a file's, rows are read whole and packed).
+// provides: rows_producer, ROWS_WINDOW_MAX, rows_window, rows_window_col, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
 //           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES,
 //           rows_stamp, rows_stamp_take, rows_stamp_same
 #ifndef DS_ROWS_H
@@ -21,16 +22,11 @@
 // Fills host rows [row0, row0+nrows) of X (float when f32, else double; row-major) and y (double), as
 // data.c's producers do. Runs on the reader thread: it must not touch MPI, the backend or ctx.
 typedef int (*rows_producer)(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg);
-// The same for the columns [win[2i], win[2i+1]) (i < nwin, ascending, disjoint) only, packed side by side
-// in that order in X.
-typedef int (*rows_producer_cols)(void *arg, int64_t row0, int64_t nrows, const int64_t *win, int nwin, void *X,
-                                  double *y, ds_msg *msg);
 
 #define ROWS_WINDOW_MAX 2
 
 typedef struct ds_rows {
     rows_producer produce;
-    rows_producer_cols produce_cols;  // NULL: a window's chunks are produced whole, then packed
     void *arg;  // the producer's; rows_open_h5's own is freed by rows_close
     int64_t row0, rows, cols, chunk_rows;
     int f32;
@@ -70,7 +66,8 @@ typedef struct ds_rows {
     int64_t next;      // the next chunk the caller takes
     int cur;           // the slot the caller holds, −1 for none
 
-    double bytes, seconds;  // read so far over all passes, and the passes' wall time
+    double bytes, seconds;  // read so far over all passes (whole rows from a producer, a window's columns
+                            // from memory), and the passes' wall time
     int passes;
     double t0, last_log;
 } ds_rows;
