@@ -1,15 +1,13 @@
 // rows.c: a rank's rows as a stream of chunks (rows.h): the reader thread, the double buffers and their
-// staging to backend memory, the HDF5 producer, and the memory caps.
+// staging to backend memory, column windows, and the memory caps. The HDF5 producer is in rows_h5.c.
 #include "core/rows.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/data.h"
 #include "core/sysinfo.h"
-#include "h5io.h"
 
 static size_t rows_row_bytes(int64_t cols, int f32)
 {
@@ -410,76 +408,6 @@ void rows_close(ds_ctx *ctx, ds_rows *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     s->arg = NULL;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// HDF5 files
-
-typedef struct rows_h5 {
-    char path[4096], xname[256], yname[256];
-    int has_y;
-    int64_t cols;
-    int f32;
-    rows_stamp st;  // the file when the source opened it
-} rows_h5;
-
-int rows_stamp_take(const char *path, rows_stamp *s)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    *s = (rows_stamp){(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec,
-                      (int64_t)st.st_mtim.tv_nsec};
-    return 0;
-}
-
-int rows_stamp_same(const char *path, const rows_stamp *s)
-{
-    rows_stamp now;
-    return rows_stamp_take(path, &now) == 0 && memcmp(&now, s, sizeof now) == 0;
-}
-
-// A chunk's rows, read from a file that must not change while it streams: a file truncated, rewritten or
-// replaced during the run is exit 3 naming the dataset and the rows, never rows of another file.
-static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg)
-{
-    const rows_h5 *h = arg;
-    const long long r0 = (long long)row0, r1 = (long long)(row0 + nrows - 1);
-    if (!rows_stamp_same(h->path, &h->st))
-        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while it was read (rows %lld..%lld next)",
-                       h->path, h->xname, r0, r1);
-    if (!h->has_y)
-        memset(y, 0, (size_t)nrows * sizeof(double));
-    int rc = h5io_read_lsq_rows(h->path, h->xname, h->has_y ? h->yname : NULL, row0, nrows, h->cols, h->f32, X, y,
-                                msg);
-    if (rc == DS_OK && !rows_stamp_same(h->path, &h->st))
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while rows %lld..%lld were read", h->path,
-                     h->xname, r0, r1);
-    if (rc != DS_OK && !strstr(msg->text, " rows ")) {
-        char why[sizeof msg->text];
-        snprintf(why, sizeof why, "%s", msg->text);
-        ds_fail(msg, rc, "%s (dataset %s, rows %lld..%lld)", why, h->xname, r0, r1);
-    }
-    return rc;
-}
-
-int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, const char *yname, int64_t row0,
-                 int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase)
-{
-    rows_h5 *h = calloc(1, sizeof *h);
-    if (!h)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    snprintf(h->path, sizeof h->path, "%s", path);
-    snprintf(h->xname, sizeof h->xname, "%s", xname);
-    snprintf(h->yname, sizeof h->yname, "%s", yname ? yname : "");
-    h->has_y = yname != NULL, h->cols = cols, h->f32 = f32;
-    if (rows_stamp_take(path, &h->st) != 0) {
-        free(h);
-        return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot open (it was there when the run began)", path);
-    }
-    int rc = rows_open(ctx, s, rows_read_h5, h, row0, rows, cols, f32, chunk_rows, phase);
-    s->owns_arg = 1;  // rows_close frees h, also after a failed open
-    return rc;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -87,7 +87,8 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
 
 // A source over the rank's rows X (rows × cols, f32 or double, row-major) and y in host memory that
 // stays valid until rows_close: from the backend's host_alloc (pinned) on a device backend, so that the
-// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves. No spans.
+// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves (a window's: copies
+// in two buffers of the source's own, made by the first pass that takes one). No spans.
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
                      int64_t cols, int f32, int64_t chunk_rows, const char *phase);
 
