@@ -147,6 +147,7 @@ void case_gather(ops_run *r);
 void case_copy(ops_run *r);
 void case_axpy(ops_run *r);
 void case_stage(ops_run *r);
+void case_stage_2d(ops_run *r);
 void case_allreduce_sum(ops_run *r);
 void case_alltoallv(ops_run *r);
 

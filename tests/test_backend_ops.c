@@ -335,6 +335,7 @@ static const ops_case cases[] = {
     {"copy", case_copy},
     {"axpy", case_axpy},
     {"stage", case_stage},
+    {"stage_2d", case_stage_2d},
     {"allreduce_sum", case_allreduce_sum},
     {"alltoallv", case_alltoallv},
     {"solve.block_grams", case_solve_block_grams},

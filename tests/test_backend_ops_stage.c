@@ -1,5 +1,5 @@
 // test_backend_ops_stage.c: test_backend_ops's cases of the streaming ops of ds_backend: axpy (within
-// one rounding of each term) and host_alloc, stage, stage_wait and stage_release (exact: bit for bit),
+// one rounding of each term) and host_alloc, stage, stage_2d, stage_wait and stage_release (exact: bit for bit),
 // against the CPU backend (gpu mode) or the loops here.
 #include <math.h>
 #include <stdio.h>
@@ -104,6 +104,75 @@ void case_stage(ops_run *r)
         char shape[64];
         snprintf(shape, sizeof shape, "%d chunks of %lld bytes", chunks, (long long)chunk);
         ops_report(r, "stage", shape, "u8", ops_err_bytes(got, want, olen, 1), 0, st);
+        ops_release(&h);
+    }
+}
+
+// stage_2d as core/rows.c uses it for a column window: two column ranges of a row-major host matrix
+// (rows × cols bytes) packed side by side into backend memory, over DS_STAGES slots in turn, each
+// slot's buffer read before its release; the bytes past the packed rows are never written.
+static int stage_2d_on(ds_ctx *c, const uint8_t *src, int64_t rows, int64_t cols, const int64_t win[4], int reps,
+                       uint8_t *out)
+{
+    const ds_backend *be = c->be;
+    const int64_t w = win[1] - win[0] + win[3] - win[2], len = rows * w + 1;
+    ops_mem m = {c};
+    void *host = NULL;
+    uint8_t *dev[DS_STAGES];
+    int rc = ops_ran(c, be->host_alloc(c, &host, (size_t)(rows * cols) + 1), "host_alloc");
+    if (rc == DS_OK)
+        memcpy(host, src, (size_t)(rows * cols));
+    for (int k = 0; k < DS_STAGES; k++)
+        dev[k] = ops_put(&m, out, (size_t)len);  // out's first bytes: a known background
+    for (int i = 0; rc == DS_OK && i < reps; i++) {
+        const int k = i % DS_STAGES;
+        rc = ops_ran(c, be->stage_2d(c, k, dev[k], (size_t)w, (const uint8_t *)host + win[0], (size_t)cols,
+                                     (size_t)(win[1] - win[0]), (size_t)rows), "stage_2d");
+        if (rc == DS_OK)
+            rc = ops_ran(c, be->stage_2d(c, k, dev[k] + (win[1] - win[0]), (size_t)w, (const uint8_t *)host + win[2],
+                                         (size_t)cols, (size_t)(win[3] - win[2]), (size_t)rows), "stage_2d");
+        if (rc == DS_OK) {
+            ops_get(&m, out + (size_t)i * (size_t)len, dev[k], (size_t)len);
+            rc = ops_ran(c, be->stage_release(c, k), "stage_release");
+        }
+    }
+    for (int k = 0; k < DS_STAGES && rc == DS_OK && k < reps; k++)
+        rc = ops_ran(c, be->stage_wait(c, k), "stage_wait");
+    if (host)
+        be->host_free(c, host);
+    ops_release(&m);
+    return rc;
+}
+
+void case_stage_2d(ops_run *r)
+{
+    // rows × cols, and the window's two ranges [a, b) and [c, d) of columns (bytes)
+    const int64_t shapes[][6] = {{1, 8, 0, 1, 7, 8}, {17, 100, 3, 40, 40, 41}, {1001, 808, 0, 200, 600, 808},
+                                 {3, 5, 0, 0, 2, 5}, {0, 16, 0, 8, 8, 16}};
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+        const int64_t rows = shapes[q][0], cols = shapes[q][1], *win = shapes[q] + 2;
+        const int64_t w = win[1] - win[0] + win[3] - win[2], len = rows * w + 1;
+        const int reps = DS_STAGES + 1;
+        ops_mem h = {NULL};
+        uint8_t *src = ops_new(&h, (size_t)(rows * cols) + 1), *got = ops_new(&h, (size_t)(len * reps));
+        uint8_t *want = ops_new(&h, (size_t)(len * reps));
+        const uint64_t st_ = ops_stream(r);
+        for (int64_t i = 0; i < rows * cols; i++)
+            src[i] = (uint8_t)ops_bits(r, st_, r->rank, i);
+        memset(got, 0xA5, (size_t)(len * reps));
+        int st = stage_2d_on(r->dut, src, rows, cols, win, reps, got);
+        for (int i = 0; i < reps; i++) {
+            uint8_t *o = want + i * len;
+            for (int64_t row = 0; row < rows; row++) {
+                memcpy(o + row * w, src + row * cols + win[0], (size_t)(win[1] - win[0]));
+                memcpy(o + row * w + win[1] - win[0], src + row * cols + win[2], (size_t)(win[3] - win[2]));
+            }
+            o[rows * w] = 0xA5;
+        }
+        char shape[96];
+        snprintf(shape, sizeof shape, "%lld x %lld bytes, columns %lld..%lld and %lld..%lld", (long long)rows,
+                 (long long)cols, (long long)win[0], (long long)win[1], (long long)win[2], (long long)win[3]);
+        ops_report(r, "stage_2d", shape, "u8", ops_err_bytes(got, want, len * reps, 1), 0, st);
         ops_release(&h);
     }
 }

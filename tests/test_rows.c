@@ -2,7 +2,9 @@
 // "gpu" (exit 77 without one): every chunk size from 1 row to all of them delivers the rows in order
 // and bit for bit, over several passes, from a producer and from memory (rows_open_memory); a pass over
 // spans reads just their rows; a producer's failure reaches the caller with its message; a
-// pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK.
+// pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK; a pass with
+// a column window delivers just its columns, packed, from a producer, from memory and from a file, with
+// spans too, and counts the bytes read (whole rows from a producer or file, the window's from memory).
 // With "--rate FILE.h5 CHUNK_ROWS" instead: the seconds of h5io_read_lsq_rows over the file's rows by
 // chunks against a pass of rows_open_h5 over them (no compute), for docs/solve.md's figures.
 #include <math.h>
@@ -156,6 +158,119 @@ static void check_spans(ds_ctx *ctx)
     free(hy);
 }
 
+// One windowed pass: every chunk holds the window's columns of its rows (win: the window as given, in
+// any order; want: the columns expected, ascending); returns the rows seen, counting mismatches in *bad.
+static int64_t window_pass(ds_ctx *ctx, ds_rows *s, const int64_t *win, int nwin, const int *want, int nwant,
+                           const int64_t *rows_want, int64_t *bad, int *rc)
+{
+    int64_t seen = 0;
+    double *hx = malloc((size_t)s->chunk_rows * COLS * 8), *hy = malloc((size_t)s->chunk_rows * 8);
+    rows_window(s, win, nwin);
+    *bad += s->nwin > ROWS_WINDOW_MAX;
+    for (int j = 0; j < nwant; j++)  // where each wanted column sits in the chunks
+        *bad += rows_window_col(s, want[j]) != j;
+    *rc = rows_begin(ctx, s);
+    for (; *rc == DS_OK;) {
+        ds_mat C;
+        const double *yc;
+        *rc = rows_next(ctx, s, &C, &yc);
+        if (*rc != DS_OK || C.rows == 0)
+            break;
+        *bad += C.cols != nwant;
+        ctx->be->download(ctx, hx, C.data, (size_t)C.rows * nwant * 8);
+        ctx->be->download(ctx, hy, yc, (size_t)C.rows * 8);
+        for (int64_t i = 0; i < C.rows; i++, seen++) {
+            const int64_t r = rows_want[seen];
+            *bad += hy[i] != -(double)r;
+            for (int j = 0; j < nwant; j++)
+                *bad += hx[i * nwant + j] != (double)r * 8 + want[j] + 0.25;
+        }
+    }
+    const int end = rows_end(ctx, s);
+    *rc = *rc == DS_OK ? end : *rc;
+    *bad += s->nwin != 0;  // the window is the pass's only
+    free(hx);
+    free(hy);
+    return seen;
+}
+
+// The file test_rows_window.h5: the producer's rows 0 .. rows−1.
+static int window_file(ds_ctx *ctx, int64_t rows, const char *path)
+{
+    double *X = malloc((size_t)rows * COLS * 8), *y = malloc((size_t)rows * 8);
+    int rc = produce(&(prod){-1}, 0, rows, X, y, &ctx->msg);
+    if (rc == DS_OK)
+        rc = h5io_create_lsq(path, "X", "y", rows, COLS, 0, 16, &ctx->msg);
+    if (rc == DS_OK)
+        rc = h5io_write_rows(path, "X", 0, rows, COLS, 0, X, &ctx->msg);
+    if (rc == DS_OK)
+        rc = h5io_write_rows(path, "y", 0, rows, 0, 0, y, &ctx->msg);
+    free(X);
+    free(y);
+    return rc;
+}
+
+// Windows of one range, of two (given out of order), of ranges that touch (one range) and of every
+// column, over a producer (whole rows produced, then packed), memory (strided copies) and a file
+// (rows_open_h5, as a producer); then spans with a window, and a pass without one after them.
+static void check_window(ds_ctx *ctx)
+{
+    const int64_t rows = 257, all[] = {0, 0, 0, 0};
+    const int64_t wins[][4] = {{1, 3, 3, 3}, {3, 5, 0, 1}, {2, 3, 0, 2}, {0, 5, 2, 4}};
+    const int nwins[] = {1, 2, 2, 2}, wants[][5] = {{1, 2}, {0, 3, 4}, {0, 1, 2}, {0, 1, 2, 3, 4}};
+    const int nwants[] = {2, 3, 3, 5};
+    int64_t order[257];
+    for (int64_t r = 0; r < rows; r++)
+        order[r] = r;
+    char path[64];
+    snprintf(path, sizeof path, "test_rows_window_%d.h5", ctx->rank);
+    void *X = NULL;
+    double *y = NULL;
+    int rc = window_file(ctx, rows, path);
+    if (rc == DS_OK)
+        rc = ctx->be->host_alloc(ctx, &X, (size_t)rows * COLS * 8);
+    if (rc == DS_OK)
+        rc = ctx->be->host_alloc(ctx, (void **)&y, (size_t)rows * 8);
+    if (rc == DS_OK)
+        rc = produce(&(prod){-1}, 0, rows, X, y, &ctx->msg);
+    CHECK(rc == DS_OK, "window: setup: %s", ctx->msg.text);
+    for (int src = 0; rc == DS_OK && src < 3; src++) {
+        static const char *names[] = {"producer", "memory", "file"};
+        ds_rows s;
+        rc = src == 0 ? rows_open(ctx, &s, produce, &(prod){-1}, 0, rows, COLS, 0, 16, "test: window")
+             : src == 1 ? rows_open_memory(ctx, &s, X, y, 0, rows, COLS, 0, 16, "test: window")
+                        : rows_open_h5(ctx, &s, path, "X", "y", 0, rows, COLS, 0, 16, "test: window");
+        CHECK(rc == DS_OK, "window %s: open: %s", names[src], ctx->msg.text);
+        for (int w = 0; rc == DS_OK && w < 4; w++) {
+            int64_t bad = 0;
+            const double before = s.bytes;
+            const int64_t seen = window_pass(ctx, &s, wins[w], nwins[w], wants[w], nwants[w], order, &bad, &rc);
+            const double read = rows * ((src == 1 ? nwants[w] : COLS) + 1) * 8.0;
+            CHECK(rc == DS_OK && seen == rows && bad == 0 && s.bytes - before == read,
+                  "window %s %d: rc %d (%s), %lld rows of %lld, %lld wrong, %.0f bytes", names[src], w, rc,
+                  ctx->msg.text, (long long)seen, (long long)rows, (long long)bad, s.bytes - before);
+        }
+        if (rc == DS_OK && src != 1) {  // spans: the rows 3..9 and 100..256, columns 1 and 3..4
+            const int64_t spans[] = {3, 10, 100, 257};
+            int64_t want_rows[257], n = 0, bad = 0;
+            for (int i = 0; i < 2; i++)
+                for (int64_t r = spans[2 * i]; r < spans[2 * i + 1]; r++)
+                    want_rows[n++] = r;
+            s.spans = spans, s.nspans = 2;
+            const int64_t seen = window_pass(ctx, &s, (const int64_t[]){3, 5, 1, 2}, 2, (const int[]){1, 3, 4}, 3,
+                                             want_rows, &bad, &rc);
+            CHECK(rc == DS_OK && seen == n && bad == 0, "window %s with spans: rc %d, %lld rows of %lld, %lld wrong",
+                  names[src], rc, (long long)seen, (long long)n, (long long)bad);
+            window_pass(ctx, &s, all, 0, (const int[]){0, 1, 2, 3, 4}, 5, order, &bad, &rc);
+            CHECK(rc == DS_OK && bad == 0, "window %s: the pass after: rc %d, %lld wrong", names[src], rc, (long long)bad);
+        }
+        rows_close(ctx, &s);
+    }
+    ctx->be->host_free(ctx, X);
+    ctx->be->host_free(ctx, y);
+    remove(path);
+}
+
 static void check_failure(ds_ctx *ctx)
 {
     prod p = {150};
@@ -242,6 +357,7 @@ int main(int argc, char **argv)
         check_chunks(&ctx);
         check_memory(&ctx);
         check_spans(&ctx);
+        check_window(&ctx);
         check_failure(&ctx);
         check_caps(&ctx);
     }

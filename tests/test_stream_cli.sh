@@ -2,10 +2,11 @@
 # test_stream_cli.sh DSOLVE MPIEXEC [cpu|gpu]: `dsolve solve` from an HDF5 input larger than the memory
 # cap (docs/solve.md, "Inputs larger than memory"). A file of 500 000 x 100 f64 (400 MB) is solved in
 # memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M with --host-memory 192M, one GPU
-# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram, cholesky and qr on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
-# JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y), auto and the default method
+# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram, cholesky, qr and residual on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
+# JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y; the residual route's, a pass a
+# block, whole rows from the file, the two blocks' columns from host memory), auto and the default method
 # stream by the Gram route; the caps' usage errors exit 2 naming what is wrong; a file changed or cut
-# short while it streams is exit 3. Needs python3 with numpy
+# short while it streams is exit 3, also inside the residual route's sweeps. Needs python3 with numpy
 # and h5py.
 set -u
 dsolve=$(realpath "$1")
@@ -35,9 +36,10 @@ run 1 --rows 500000 --cols 100 --seed 7 --noise 0.01 --output big.h5
 cli_cmd=(solve)
 cli_backend=$be
 
-# same NAME: /a of mem.h5 and str.h5 within 1e-12 relative; JSON of the streamed run in str.json.
+# same NAME [PASSES]: /a of mem.h5 and str.h5 within 1e-12 relative; JSON of the streamed run in str.json;
+# bytes_moved is a whole number of passes over X and y, or with PASSES (a Python expression) exactly that many.
 same() {
-    "$py" - "$1" <<'PY' && ok || bad "$1: $(cat err.txt | head -3)"
+    "$py" - "$@" <<'PY' && ok || bad "$1: $(cat err.txt | head -3)"
 import h5py, json, sys, numpy as np
 a = h5py.File("mem.h5")["a"][:]; b = h5py.File("str.h5")["a"][:]
 m = json.load(open("mem.json")); s = json.load(open("str.json"))
@@ -47,7 +49,8 @@ assert err <= 1e-12, f"coefficients differ by {err:.3g}"
 assert m["streamed"] is False and s["streamed"] is True, (m["streamed"], s["streamed"])
 assert 8 <= s["chunk_rows"] < 500000, s["chunk_rows"]
 passes = s["bytes_moved"] / xy
-assert passes >= 2 and abs(passes - round(passes)) < 1e-9, f"bytes_moved {s['bytes_moved']}: {passes} passes"
+want = eval(sys.argv[2]) if len(sys.argv) > 2 else round(passes)
+assert passes >= 2 and abs(passes - want) < 1e-9, f"bytes_moved {s['bytes_moved']}: {passes} passes, not {want}"
 assert s["stream_rate_gbps"] > 0 and m["stream_rate_gbps"] is None
 assert abs(s["rel_residual"] - m["rel_residual"]) <= 1e-9 * m["rel_residual"], (s["rel_residual"], m["rel_residual"])
 print(f"{sys.argv[1]}: relative difference {err:.2e}, chunk {s['chunk_rows']} rows, {passes:.0f} passes, "
@@ -55,17 +58,34 @@ print(f"{sys.argv[1]}: relative difference {err:.2e}, chunk {s['chunk_rows']} ro
 PY
 }
 
+# pair NP NAME CAPS ARGS...: ARGS on NP ranks in memory (mem.h5, mem.json) and under CAPS (options, one
+# word each; str.h5, str.json), each exit 0.
+pair() {
+    local np=$1 name=$2 caps
+    read -ra caps <<<"$3"
+    shift 3
+    rm -f mem.h5 str.h5
+    run "$np" "$@" --json --output mem.h5
+    cp out.txt mem.json
+    [ "$rc" -eq 0 ] || bad "$name in memory: exit $rc: $(cat err.txt)"
+    run "$np" "$@" --json --output str.h5 "${caps[@]}"
+    cp out.txt str.json
+    [ "$rc" -eq 0 ] || bad "$name streamed: exit $rc: $(cat err.txt)"
+}
+
 for np in $nps; do
     for method in gram cholesky qr; do
-        rm -f mem.h5 str.h5
-        run "$np" --input big.h5 --method "$method" --json --output mem.h5
-        cp out.txt mem.json
-        [ "$rc" -eq 0 ] || bad "$method np $np in memory: exit $rc: $(cat err.txt)"
-        run "$np" --input big.h5 --method "$method" --json --output str.h5 "${cap[@]}"
-        cp out.txt str.json
-        [ "$rc" -eq 0 ] || bad "$method np $np streamed: exit $rc: $(cat err.txt)"
+        pair "$np" "$method np $np" "${cap[*]}" --input big.h5 --method "$method"
         same "$mode $method np $np"
     done
+    # The residual route, asked for: 4 blocks (30, 30, 30, 10 columns; block 0's pass reads blocks 3 and 0),
+    # 5 sweeps. Its sums meet the chunks' boundaries, which the in-memory run does not have, so they agree
+    # to rounding (1e-12 relative, as the Gram route's), not bit for bit. From the file, each block's pass
+    # reads whole rows: the setup, 4 a sweep, the test after the last sweep (block 0's pass), the certificate.
+    res=(--input big.h5 --method residual --batch 30 --iters 5)
+    pair "$np" "residual np $np" "${cap[*]}" "${res[@]}"
+    same "$mode residual np $np" 1+4*5+1+1
+    grep -q '"stream_note":"the residual route reads X 4 times a sweep' str.json && ok || bad "residual note: $(cat str.json)"
 done
 
 # auto streams by cholesky (X is well conditioned) and says so; the default method by the Gram route,
@@ -92,23 +112,26 @@ grep -q "method gram" out.txt && grep -q "^  streamed:.*chunks of" out.txt && [ 
 if [ "$mode" = gpu ]; then
     for input in "--input big.h5" "--rows 500000 --cols 100 --seed 7 --noise 0.01"; do
         read -ra in <<<"$input"
-        rm -f mem.h5 str.h5
-        run 1 "${in[@]}" --method gram --json --output mem.h5
-        cp out.txt mem.json
-        run 1 "${in[@]}" --method gram --json --output str.h5 --device-memory 64M
-        cp out.txt str.json
-        [ "$rc" -eq 0 ] || bad "${in[0]} from host memory: exit $rc: $(cat err.txt)"
+        pair 1 "${in[0]} from host memory" "--device-memory 64M" "${in[@]}" --method gram
         same "gpu gram from host memory, ${in[0]}"
         "$py" -c "import json; j=json.load(open('str.json')); assert j['stream_source'] == 'host memory', j['stream_source']" &&
             ok || bad "${in[0]} from host memory: stream_source $(cat str.json)"
     done
+    # The residual route from host memory moves just the two blocks' columns (and y) of each pass, in
+    # 8-byte values a row: the setup and certificate 101; sweep 0's passes 31, 61, 61 and 41; later
+    # sweeps' block 0 (columns 90..99 and 0..29) 41; the last test 41.
+    pair 1 "residual from host memory" "--device-memory 64M" "${res[@]}"
+    same "gpu residual from host memory" "(2*101 + 31+61+61+41 + 4*(41+61+61+41) + 41) / 101"
+    grep -q '"stream_note":"the residual route moves X about twice a sweep' str.json && ok ||
+        bad "residual from host memory: note: $(cat str.json)"
 fi
 
 # The caps' usage errors.
 expect 2 "working minimum" 1 --input big.h5 --method gram --output out.h5 "${cap[0]}" 1K
 expect 2 "not a size" 1 --input big.h5 "${cap[0]}" 64X
 expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
-expect 2 "residual does not stream yet" 1 --input big.h5 --method residual "${cap[@]}"
+expect 2 "residual streams without the coarse correction only" 1 --input big.h5 --method residual --batch 30 \
+    --block-solve "${cap[@]}"
 expect 2 "only --input files stream" 1 --rows 250000 --cols 100 "${cap[@]}"
 
 # A file that changes while it streams: touched every 0.2 s (the same bytes, a new modification time), or
@@ -118,6 +141,9 @@ cp big.h5 moving.h5
 (while :; do sleep 0.2; touch moving.h5; done) &
 toucher=$!
 expect 3 "moving.h5: dataset X: the file changed while" "${nps##* }" --input moving.h5 --method cholesky --output out.h5 "${cap[@]}"
+# Inside the residual route's sweeps (the setup's pass is 1 of 24): every rank ends, exit 3.
+expect 3 "moving.h5: dataset X: the file changed while" "${nps##* }" --input moving.h5 --method residual --batch 30 \
+    --iters 5 --output out.h5 "${cap[@]}"
 kill "$toucher" && wait "$toucher" 2>/dev/null
 cp big.h5 moving.h5
 (sleep 0.5; truncate -s 200M moving.h5) &

@@ -89,10 +89,14 @@ typedef struct ds_backend {
     // the backend's copy queue, after the work queued before slot's last stage_release, and before the
     // work queued after it (the copy overlaps the work queued before). stage_wait: returns when slot's
     // copy is done, so its host memory may be refilled. stage_release: marks the end of the work that
-    // reads slot's backend memory (the next stage into that slot waits for it).
+    // reads slot's backend memory (the next stage into that slot waits for it). stage_2d: stage of height
+    // rows of width bytes, row i from src + i·spitch to dst + i·dpitch (a few columns of a row-major
+    // matrix: only those cross the bus), ordered as stage is.
     int (*host_alloc)(ds_ctx *ctx, void **ptr, size_t bytes);
     void (*host_free)(ds_ctx *ctx, void *ptr);
     int (*stage)(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes);
+    int (*stage_2d)(ds_ctx *ctx, int slot, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                    size_t height);
     int (*stage_wait)(ds_ctx *ctx, int slot);
     int (*stage_release)(ds_ctx *ctx, int slot);
 

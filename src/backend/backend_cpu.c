@@ -118,6 +118,15 @@ static int cpu_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t b
     return cpu_memcpy(ctx, dst, src, bytes);
 }
 
+static int cpu_stage_2d(ds_ctx *ctx, int slot, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                        size_t height)
+{
+    DS_ASSERT(slot >= 0 && slot < DS_STAGES);
+    for (size_t i = 0; i < height; i++)
+        memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
+    return DS_OK;
+}
+
 static int cpu_stage_point(ds_ctx *ctx, int slot)
 {
     DS_ASSERT(slot >= 0 && slot < DS_STAGES);
@@ -230,6 +239,7 @@ const ds_backend ds_backend_cpu = {
     .host_alloc = cpu_alloc,
     .host_free = cpu_free,
     .stage = cpu_stage,
+    .stage_2d = cpu_stage_2d,
     .stage_wait = cpu_stage_point,
     .stage_release = cpu_stage_point,
     .mark = cpu_mark,

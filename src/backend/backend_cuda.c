@@ -444,6 +444,7 @@ const ds_backend ds_backend_cuda = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .stage = cuda_stage,
+    .stage_2d = cuda_stage_2d,
     .stage_wait = cuda_stage_wait,
     .stage_release = cuda_stage_release,
     .mark = cuda_mark,

@@ -89,6 +89,8 @@ int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha);
 int cuda_host_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
 void cuda_host_free(ds_ctx *ctx, void *ptr);
 int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes);
+int cuda_stage_2d(ds_ctx *ctx, int slot, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                  size_t height);
 int cuda_stage_wait(ds_ctx *ctx, int slot);
 int cuda_stage_release(ds_ctx *ctx, int slot);
 void cuda_stage_close(cuda_state *st);

@@ -1,7 +1,7 @@
 // backend_cuda_stage.c: the CUDA backend's staging of streamed inputs (pinned host memory, copies on a
 // stream of their own that overlap the compute stream's work, ordered by events per slot) and axpy.
 // backend.h states the contracts; core/rows.c drives them.
-// provides: cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage, cuda_stage_wait, cuda_stage_release,
+// provides: cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage, cuda_stage_2d, cuda_stage_wait, cuda_stage_release,
 //           cuda_stage_close
 #include "backend/backend_cuda.h"
 
@@ -49,19 +49,42 @@ static int stage_open(ds_ctx *ctx, cuda_state *st)
     return DS_OK;
 }
 
-int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes)
+// A stage into slot comes after the work that read the slot's last chunk (before) and before the
+// work queued after it (after).
+static int stage_before(ds_ctx *ctx, cuda_state *st, int slot)
 {
     DS_ASSERT(slot >= 0 && slot < DS_STAGES);
-    cuda_state *st = state(ctx);
     DS_CHECK(stage_open(ctx, st));
-    if (st->release_pending[slot])  // the work that read the slot's last chunk comes first
+    if (st->release_pending[slot])
         CUDA_CHECK(ctx, cudaStreamWaitEvent(st->copy, st->released[slot], 0));
     st->release_pending[slot] = 0;
-    if (bytes)
-        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->copy));
+    return DS_OK;
+}
+
+static int stage_after(ds_ctx *ctx, cuda_state *st, int slot)
+{
     CUDA_CHECK(ctx, cudaEventRecord(st->staged[slot], st->copy));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->staged[slot], 0));
     return DS_OK;
+}
+
+int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes)
+{
+    cuda_state *st = state(ctx);
+    DS_CHECK(stage_before(ctx, st, slot));
+    if (bytes)
+        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st->copy));
+    return stage_after(ctx, st, slot);
+}
+
+int cuda_stage_2d(ds_ctx *ctx, int slot, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                  size_t height)
+{
+    cuda_state *st = state(ctx);
+    DS_CHECK(stage_before(ctx, st, slot));
+    if (width && height)
+        CUDA_CHECK(ctx, cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyHostToDevice, st->copy));
+    return stage_after(ctx, st, slot);
 }
 
 int cuda_stage_wait(ds_ctx *ctx, int slot)

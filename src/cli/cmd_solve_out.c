@@ -131,6 +131,7 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     json_int(&j, "chunk_rows", res->chunk_rows);
     json_num(&j, "bytes_moved", res->bytes_moved);
     json_num(&j, "stream_rate_gbps", res->streamed ? res->bytes_moved / res->stream_seconds / 1e9 : NAN);
+    json_str(&j, "stream_note", res->stream_note);
     json_end(&j, stdout);
 }
 
@@ -170,6 +171,8 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
         printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f "
                "GB/s\n", (long long)res->chunk_rows, res->bytes_moved / 1e9,
                r->stream_host ? "host memory (pinned)" : "the file", res->bytes_moved / res->stream_seconds / 1e9);
+    if (res->stream_note[0])
+        printf("  streamed: %s\n", res->stream_note);
     const char *med = opts_int(&r->args, "repeat") > 1 ? " median" : "";
     const double gbs = res->bytes / res->solve_seconds / 1e9;
     if (chol)

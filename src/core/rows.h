@@ -5,8 +5,10 @@
 // is then staged to one of two device buffers through the backend's pinned memory and copy queue
 // (ds_backend.stage), so that the copy overlaps the compute on the chunk before. A pass reads every row
 // once, in order; a source serves any number of passes. Also: the memory caps a rank works under, and
-// the chunk size they leave room for.
-// provides: rows_producer, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
+// the chunk size they leave room for. A pass may take a column window: its chunks hold only some columns,
+// and only those are staged to the device and computed on (from host memory, by strided copies; a
+// producer's, a file's, rows are read whole and packed).
+// provides: rows_producer, ROWS_WINDOW_MAX, rows_window, rows_window_col, ds_rows, rows_open, rows_open_h5, rows_open_memory, rows_begin, rows_next, rows_end, rows_close,
 //           rows_caps, rows_caps_default, rows_chunk_for, ROWS_MIN_CHUNK, ROWS_CHUNK_MAX_BYTES,
 //           rows_stamp, rows_stamp_take, rows_stamp_same
 #ifndef DS_ROWS_H
@@ -20,6 +22,8 @@
 // Fills host rows [row0, row0+nrows) of X (float when f32, else double; row-major) and y (double), as
 // data.c's producers do. Runs on the reader thread: it must not touch MPI, the backend or ctx.
 typedef int (*rows_producer)(void *arg, int64_t row0, int64_t nrows, void *X, double *y, ds_msg *msg);
+
+#define ROWS_WINDOW_MAX 2
 
 typedef struct ds_rows {
     rows_producer produce;
@@ -39,6 +43,10 @@ typedef struct ds_rows {
     const int64_t *spans;
     int nspans;
     int64_t pass_rows;
+    // The next pass only, as spans (rows_window sets it): 0, every column; else the chunks hold the
+    // columns [win[2i], win[2i+1]) for i < nwin, packed in that order (X->cols their total).
+    int64_t win[2 * ROWS_WINDOW_MAX];
+    int nwin;
 
     // rows_open_memory: the rank's rows already in host memory (no reader; chunks are staged straight
     // from there, or given in place on a host backend), else NULL.
@@ -60,7 +68,8 @@ typedef struct ds_rows {
     int64_t next;      // the next chunk the caller takes
     int cur;           // the slot the caller holds, −1 for none
 
-    double bytes, seconds;  // read so far over all passes, and the passes' wall time
+    double bytes, seconds;  // read so far over all passes (whole rows from a producer, a window's columns
+                            // from memory), and the passes' wall time
     int passes;
     double t0, last_log;
 } ds_rows;
@@ -80,9 +89,17 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
 
 // A source over the rank's rows X (rows × cols, f32 or double, row-major) and y in host memory that
 // stays valid until rows_close: from the backend's host_alloc (pinned) on a device backend, so that the
-// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves. No spans.
+// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves (a window's: copies
+// in two buffers of the source's own, made by the first pass that takes one). No spans.
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
                      int64_t cols, int f32, int64_t chunk_rows, const char *phase);
+
+// The next pass's column window: the union of n ranges [cols[2i], cols[2i+1]) within the columns, in any
+// order, overlapping or not (empty ones ignored); its chunks hold those columns ascending, packed. Stored
+// as at most ROWS_WINDOW_MAX disjoint ranges: a union that needs more is an assert.
+void rows_window(ds_rows *s, const int64_t *cols, int n);
+// The column of the window's chunks that holds column col of the rows (col inside the window).
+int64_t rows_window_col(const ds_rows *s, int64_t col);
 
 // A pass: rows_begin starts the reader; rows_next gives the next chunk (X->rows == 0 after the last),
 // valid until the next rows_next or rows_end; rows_end stops the reader (also after a failure, and

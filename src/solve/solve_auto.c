@@ -8,7 +8,8 @@
 //   3. otherwise, and when the factor fails (X'X singular or overflowing), qr, which works on X itself
 //      (a second pass) and refuses only an X that is rank deficient.
 // Every rank takes the same branch: the decisions rest on results all ranks share. A streamed X (rows)
-// takes the same steps, each method reading X from the source (qr: one more pass).
+// takes the same steps, each method reading X from the source (qr: one more pass), but never step 1: the
+// residual route streams only when asked for (--method residual), as it reads X about twice a sweep.
 #include "solve/solve_work.h"
 
 #include <stdio.h>
@@ -32,8 +33,8 @@ int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     sb_opts o = *opts;
     char why[sizeof res->method_reason];
     if (n * n * 8 > AUTO_GRAM_BYTES && rows)  // solvebak_stream_plan refuses such a stream before this
-        return ds_fail(&ctx->msg, DS_ERR_USAGE, "X'X (%.3g GB) would not fit, and the residual route does not stream",
-                       n * n * 8 / 1e9);
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "X'X (%.3g GB) would not fit, and auto does not take the residual "
+                       "route on a streamed X (it reads X twice a sweep): --method residual does", n * n * 8 / 1e9);
     if (n * n * 8 > AUTO_GRAM_BYTES) {
         o.method = SB_METHOD_RESIDUAL;
         const int64_t blocks = (X->cols + o.batch - 1) / o.batch;

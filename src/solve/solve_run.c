@@ -206,8 +206,9 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     }
     if (rc == DS_OK)
         rc = sb_alloc_all(ctx, X, &o, method != SB_METHOD_RESIDUAL, &w);
-    if (rc == DS_OK && rows)
-        rc = sb_alloc(ctx, &w.acc, X->cols * X->cols + X->cols + 1);
+    const int64_t grams = (n + o.batch - 1) / o.batch * o.batch * o.batch;
+    if (rc == DS_OK && rows)  // a chunk's sums: its Gram, or the residual route's block Grams or certificate
+        rc = sb_alloc(ctx, &w.acc, method != SB_METHOD_RESIDUAL ? n * n + n + 1 : grams > n + 1 ? grams : n + 1);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
     if (rc == DS_OK)
         rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method, &w, res));

@@ -3,7 +3,10 @@
 // up with axpy), then the one allreduce and the sweeps (or cholesky's factor and solve) on the n × n
 // system exactly as in memory, then the certificate pass (e = y − X·a, Xᵀe, ‖e‖²) by chunks too; the
 // refinement step of cholesky is one more such pass. QR reads X once too, each chunk's R folded into the
-// rank's (TSQR down the chunks, then across the ranks as in memory). The residual route does not stream.
+// rank's (TSQR down the chunks, then across the ranks as in memory). The residual route (only when asked
+// for: it reads X about twice a sweep) keeps e and a resident: its setup is one pass (the block Grams,
+// e = y), and each block's step one pass over a column window of the rows, the columns of the block
+// before (e −= X_p·Δa_p) and of the block (g_b = X_bᵀe), so that a sweep reads and moves X about twice.
 #include "solve/solve_work.h"
 
 #include "core/data.h"
@@ -21,16 +24,49 @@ static double sb_gram_fixed(int64_t cols, int streamed)
     return ((streamed ? 3.0 : 2.0) * (n * n + n + 1) + 16.0 * n + 64.0) * 8.0;
 }
 
-// One pass over the chunks of w->rows. gram: w->sys = Σ the chunks' [G | c | yy] (with checkpoints
-// between chunks, and a restart's own rows and starting sum: solve_ckpt.c); else w->gout = Σ [Xᵀe | ‖e‖²]
-// with e = y − X·w->a by chunk (e in w->e). The first chunk's sums go straight to their place, so that a
-// single chunk gives the in-memory bits. The reader is stopped on every path.
-static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, int gram)
+// What one pass over the chunks of w->rows sums, and where: SB_PASS_GRAM, [G | c | yy] (with checkpoints
+// between chunks, and a restart's own rows and starting sum: solve_ckpt.c); SB_PASS_CHECK, [Xᵀe | ‖e‖²]
+// with e = y − X·w->a by chunk (e in w->e); SB_PASS_GRAMS, the block Grams of batch B, with w->e = y
+// for the rank's rows; SB_PASS_STEP, a block step's [X_grᵀe | ‖e‖²] after e −= X_up·w->coef, over a
+// column window (up, gr: the blocks' first columns in the window's chunks).
+enum { SB_PASS_GRAM, SB_PASS_CHECK, SB_PASS_GRAMS, SB_PASS_STEP };
+typedef struct sb_pass {
+    int kind;
+    double *sum;
+    int64_t len;
+    int B;
+    int64_t up, upn, gr, grn;
+} sb_pass;
+
+// One chunk's sums into out; row: the chunk's first row in the pass.
+static int sb_stream_chunk(ds_ctx *ctx, int64_t n, sb_work *w, const sb_pass *p, const ds_mat *C, const double *yc,
+                           int64_t row, double *out)
+{
+    const solve_ops *op = ctx->be->solve;
+    const size_t ybytes = (size_t)C->rows * sizeof(double);
+    switch (p->kind) {
+    case SB_PASS_GRAM:
+        return op->gram(ctx, C, yc, out);
+    case SB_PASS_GRAMS:
+        DS_CHECK(ctx->be->copy(ctx, w->e + row, yc, ybytes));
+        return op->block_grams(ctx, C, p->B, out);
+    case SB_PASS_STEP:
+        return op->grad_update(ctx, C, w->e + row, p->up, p->upn, w->coef, p->gr, p->grn, out);
+    default:
+        DS_CHECK(ctx->be->copy(ctx, w->e, yc, ybytes));
+        return op->grad_update(ctx, C, w->e, 0, n, w->a, 0, n, out);
+    }
+}
+
+// One pass over the chunks of w->rows, p->sum = Σ the chunks' sums. The first chunk's sums go straight
+// to their place, so that a single chunk gives the in-memory bits. The reader is stopped on every path.
+static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, const sb_pass *p)
 {
     const ds_backend *be = ctx->be;
     ds_rows *s = w->rows;
-    double *sum = gram ? w->sys : w->gout;
-    const int64_t len = gram ? n * n + n + 1 : n + 1;
+    const int gram = p->kind == SB_PASS_GRAM;
+    double *sum = p->sum;
+    const int64_t len = p->len;
     int have = 0;
     int rc = gram ? sb_ckpt_pass_start(ctx, w, len, sum, &have) : DS_OK;
     if (rc == DS_OK)
@@ -48,14 +84,7 @@ static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, int gram)
         if (k < chunks)
             rc = rows_next(ctx, s, &C, &yc);
         if (rc == DS_OK && C.rows > 0) {
-            double *out = have ? w->acc : sum;
-            if (gram) {
-                rc = be->solve->gram(ctx, &C, yc, out);
-            } else {
-                rc = be->copy(ctx, w->e, yc, (size_t)C.rows * sizeof(double));
-                if (rc == DS_OK)
-                    rc = be->solve->grad_update(ctx, &C, w->e, 0, n, w->a, 0, n, out);
-            }
+            rc = sb_stream_chunk(ctx, n, w, p, &C, yc, consumed, have ? w->acc : sum);
             if (rc == DS_OK && have)
                 rc = be->axpy(ctx, sum, w->acc, len, 1.0);
             have = 1;
@@ -115,23 +144,46 @@ int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w)
     }
 }
 
-int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w)
+// The setup's pass, and once more divided by powers of two when the values lie beyond 2^±DATA_RANGE_EXP
+// (data.h), as in memory. Collective.
+static int sb_setup_stream(ds_ctx *ctx, int64_t n, sb_work *w, const sb_pass *p)
 {
-    ds_rows *s = w->rows;
-    // A restart inside the pass: the magnitudes of the rows summed before it count too.
-    const double before[2] = {w->rs.phase == 1 ? w->rs.ck[SB_CK_XMAX] : 0, w->rs.phase == 1 ? w->rs.ck[SB_CK_YMAX] : 0};
+    // A restart inside the Gram pass: the magnitudes of the rows summed before it count too.
+    const int mid = w->rs.phase == 1;
+    const double before[2] = {mid ? w->rs.ck[SB_CK_XMAX] : 0, mid ? w->rs.ck[SB_CK_YMAX] : 0};
     for (int pass = 0;; pass++) {
-        DS_CHECK(ctx_agree(ctx, sb_stream_pass(ctx, n, w, 1)));
+        DS_CHECK(ctx_agree(ctx, sb_stream_pass(ctx, n, w, p)));
         w->rs.phase = 0;  // a second pass (below) reads every row
-        // Values beyond 2^±DATA_RANGE_EXP: the pass again, divided by powers of two (data.h), as in memory.
-        if (pass > 0 || !sb_stream_rescale(ctx, s, before))
+        if (pass > 0 || !sb_stream_rescale(ctx, w->rows, before))
             return DS_OK;
     }
 }
 
+int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w)
+{
+    const sb_pass p = {.kind = SB_PASS_GRAM, .sum = w->sys, .len = n * n + n + 1};
+    return sb_setup_stream(ctx, n, w, &p);
+}
+
+int sb_grams_stream(ds_ctx *ctx, int64_t n, int B, sb_work *w)
+{
+    const sb_pass p = {.kind = SB_PASS_GRAMS, .sum = w->grams, .len = (n + B - 1) / B * B * B, .B = B};
+    return sb_setup_stream(ctx, n, w, &p);
+}
+
 int sb_check_stream(ds_ctx *ctx, int64_t n, sb_work *w)
 {
-    return sb_stream_pass(ctx, n, w, 0);
+    const sb_pass p = {.kind = SB_PASS_CHECK, .sum = w->gout, .len = n + 1};
+    return sb_stream_pass(ctx, n, w, &p);
+}
+
+int sb_step_stream(ds_ctx *ctx, int64_t n, sb_work *w, int64_t up0, int64_t upn, int64_t gr0, int64_t grn)
+{
+    const int64_t cols[4] = {up0, up0 + upn, gr0, gr0 + grn};
+    rows_window(w->rows, cols, 2);
+    const sb_pass p = {.kind = SB_PASS_STEP, .sum = w->gbuf, .len = grn + 1, .up = upn ? rows_window_col(w->rows, up0) : 0,
+                       .upn = upn, .gr = rows_window_col(w->rows, gr0), .grn = grn};
+    return sb_stream_pass(ctx, n, w, &p);
 }
 
 // qr's working bytes beyond the Gram route's: two more R factors and the column norms, and the local
@@ -144,25 +196,47 @@ static void sb_qr_bytes(const ds_ctx *ctx, int64_t cols, double *fixed, double *
     *fixed = (2.0 * n1 * n1 + 2.0 * n1) * 8.0 + fmax(0.0, (double)q->local_work(ctx, (int64_t)r0, cols) - r0 * n1) * 8.0;
 }
 
+// Working bytes of a residual-route solve besides X and y: the residual e (rows doubles), the block
+// Grams (and, streamed, a chunk's before they are added; with the block solve, their pseudo-inverses),
+// and the vectors of n and of a block.
+static double sb_residual_fixed(int64_t rows, int64_t cols, int batch, int block_solve, int streamed)
+{
+    const double B = (double)(batch < cols ? batch : cols), grams = ceil((double)cols / B) * B * B;
+    return ((1.0 + streamed + block_solve) * grams + (double)rows + 4.0 * (double)cols + 3.0 * B + 64.0) * 8.0;
+}
+
+// What a streamed residual route does not take: the coarse correction keeps Z = X·P beside e (a value a
+// row for each block) and reads X for its products, which this route's passes do not plan for.
+static int sb_stream_refused(const sb_opts *o, int64_t cols, const char *have, ds_msg *msg)
+{
+    if (o->method != SB_METHOD_RESIDUAL || sb_blocks_wanted(o, cols) != 2)
+        return DS_OK;
+    return ds_fail(msg, DS_ERR_USAGE, "%s%s--method residual streams without the coarse correction only: "
+                   "--block-solve --no-coarse", have, have[0] ? ", and " : "");
+}
+
 int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *cap_name, int64_t rows,
                          int64_t cols, int f32, const sb_opts *o, int64_t *chunk_rows, ds_msg *msg)
 {
     *chunk_rows = 0;
     const double row = (double)cols * (f32 ? 4 : 8) + 8.0;
-    const double in_memory = (double)rows * (row + 8.0) + sb_gram_fixed(cols, 0);
+    const int residual = o->method == SB_METHOD_RESIDUAL;
+    const double in_memory = (double)rows * (row + 8.0) + (residual ? sb_residual_fixed(0, cols, o->batch,
+                                                                                       o->block_solve, 0)
+                                                                     : sb_gram_fixed(cols, 0));
     if (in_memory <= caps->backend)
         return DS_OK;
     char have[64];
     snprintf(have, sizeof have, "X (%.3g GB a rank) exceeds %s %.3g GB", (double)rows * row / 1e9, cap_name,
              caps->backend / 1e9);
-    if (o->method == SB_METHOD_RESIDUAL)
-        return ds_fail(msg, DS_ERR_USAGE, "%s and --method residual does not stream yet: the Gram route (--method "
-                       "gram or solvebak), cholesky, qr and auto do", have);
-    if ((double)cols * (double)cols * 8 > SB_STREAM_GRAM_BYTES)
+    DS_CHECK(sb_stream_refused(o, cols, have, msg));
+    if (!residual && (double)cols * (double)cols * 8 > SB_STREAM_GRAM_BYTES)
         return ds_fail(msg, DS_ERR_USAGE, "%s, and X'X (%.3g GB) is too large for the Gram route that streams",
                        have, (double)cols * (double)cols * 8 / 1e9);
     // qr, and auto (which may go on to qr), keep room for the local factor's work beside the chunks.
-    double fixed = sb_gram_fixed(cols, 1), extra = 8.0, qr_fixed = 0, qr_row = 0;
+    // The residual route keeps e for every row of the rank instead of a chunk's.
+    double fixed = residual ? sb_residual_fixed(rows, cols, o->batch, o->block_solve, 1) : sb_gram_fixed(cols, 1);
+    double extra = residual ? 0.0 : 8.0, qr_fixed = 0, qr_row = 0;
     if (o->method == SB_METHOD_QR || o->method == SB_METHOD_AUTO)
         sb_qr_bytes(ctx, cols, &qr_fixed, &qr_row);
     double least[2];
@@ -173,7 +247,9 @@ int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *c
     return ds_fail(msg, DS_ERR_USAGE, "%s %.4g MB is below the working minimum of %.4g MB for %lld columns (%s)",
                    host ? "--host-memory" : cap_name, (host ? caps->host : caps->backend) / 1e6,
                    (host ? least[1] : least[0]) / 1e6 + 0.0005, (long long)cols,
-                   host ? "two pinned chunks of 8 rows" : "X'X and two chunks of 8 rows");
+                   host       ? "two pinned chunks of 8 rows"
+                   : residual ? "the residual, the block Grams and two chunks of 8 rows"
+                              : "X'X and two chunks of 8 rows");
 }
 
 // Bytes and seconds of the passes since before: summed over ranks, and the slowest rank's.
@@ -192,9 +268,7 @@ static void sb_stream_stats(ds_ctx *ctx, const ds_rows *s, double bytes0, double
 int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const sb_opts *opts, sb_result *res)
 {
     sb_opts o = *opts;
-    if (o.method == SB_METHOD_RESIDUAL)
-        return ds_fail(&ctx->msg, DS_ERR_USAGE, "--method residual does not stream yet: the Gram route, cholesky, "
-                       "qr and auto do");
+    DS_CHECK(sb_stream_refused(&o, rows->cols, "", &ctx->msg));
     if (o.method == SB_METHOD_SOLVEBAK)  // read X once: the residual route would read it twice a sweep
         o.method = SB_METHOD_GRAM;
     const ds_mat shape = {.data = NULL, .rows = rows->chunk_rows, .cols = rows->cols, .f32 = rows->f32};
@@ -204,6 +278,15 @@ int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const s
     if (rc != DS_OK && rc != DS_ERR_NUMERIC)
         return rc;
     sb_stream_stats(ctx, rows, bytes0, seconds0, res);
+    if (o.method == SB_METHOD_RESIDUAL) {  // a pass a block: host memory gives its two blocks' columns only
+        const int64_t B = o.batch < rows->cols ? o.batch : rows->cols, blocks = (rows->cols + B - 1) / B;
+        if (blocks > 1 && rows->mem_x)
+            snprintf(res->stream_note, sizeof res->stream_note, "the residual route moves X about twice a sweep "
+                     "(a pass a block: its columns and the previous block's)");
+        else
+            snprintf(res->stream_note, sizeof res->stream_note, "the residual route reads X %lld time%s a sweep "
+                     "(a pass a block, whole rows)", (long long)blocks, blocks > 1 ? "s" : "");
+    }
     if (o.method == SB_METHOD_AUTO) {
         char why[sizeof res->method_reason];
         snprintf(why, sizeof why, "X streamed: %.200s", res->method_reason);

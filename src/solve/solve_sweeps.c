@@ -59,7 +59,7 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
 {
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols, nblocks = (n + B - 1) / B;
-    DS_CHECK(be->solve->block_grams(ctx, X, B, w->grams));
+    DS_CHECK(w->rows ? sb_grams_stream(ctx, n, B, w) : be->solve->block_grams(ctx, X, B, w->grams));
     DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
     DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->grams, nblocks * B * B));
@@ -68,7 +68,17 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
         DS_CHECK(be->gather(ctx, w->diag + b0, w->grams + b * B * B, nb, B + 1));
     }
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
-    return be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
+    return w->rows ? DS_OK : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));  // streamed: e = y by then
+}
+
+// Block b's pass: e −= X_p·coef on the pending block p's columns, then gbuf = [X_bᵀe | ‖e‖²] (local);
+// a streamed X is read for just those columns.
+static int sb_residual_pass(ds_ctx *ctx, const ds_mat *X, sb_work *w, int64_t up0, int64_t upn, int64_t b0,
+                            int64_t nb)
+{
+    if (w->rows)
+        return sb_step_stream(ctx, X->cols, w, up0, upn, b0, nb);
+    return ctx->be->solve->grad_update(ctx, X, w->e, up0, upn, w->coef, b0, nb, w->gbuf);
 }
 
 // A failure inside the residual route's sweeps, after every rank agreed that the first block went
@@ -100,7 +110,7 @@ int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int B, sb
         for (int64_t b = 0; b < nblocks; b++) {
             const int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
             const int corr = w->bs[SB_BS_CINV] && s > 0 && b == 0;
-            int rc = be->solve->grad_update(ctx, X, w->e, pend0, pendn, w->coef, b0, nb, w->gbuf);
+            int rc = sb_residual_pass(ctx, X, w, pend0, pendn, b0, nb);
             if (rc == DS_OK && corr)
                 rc = sb_coarse_pass(ctx, X, B, w, 0);
             if (rc == DS_OK && s == 1 && b == nblocks - 1)
@@ -225,7 +235,7 @@ int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop
 int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_work *w)
 {
     const int64_t n = X->cols, B = o->batch, nblocks = (n + B - 1) / B;
-    DS_CHECK(sb_alloc(ctx, &w->e, X->rows));
+    DS_CHECK(sb_alloc(ctx, &w->e, w->rows && !gram ? w->rows->rows : X->rows));
     DS_CHECK(sb_alloc(ctx, &w->a, n));
     DS_CHECK(sb_alloc(ctx, &w->diag, n));
     DS_CHECK(sb_alloc(ctx, &w->hist, o->iters + 1));

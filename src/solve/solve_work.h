@@ -21,7 +21,8 @@ typedef struct sb_resume {
 } sb_resume;
 
 // Backend buffers of one solve, released together. With rows (a streamed input, solve_stream.c), X is
-// read chunk by chunk from it: e holds a chunk's rows, acc a chunk's partial sums before they are added.
+// read chunk by chunk from it: e holds a chunk's rows (the residual route: all the rank's rows), acc a
+// chunk's partial sums before they are added.
 typedef struct sb_work {
     double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout, *acc;
     ds_rows *rows;
@@ -99,9 +100,14 @@ int sb_coarse_step(ds_ctx *ctx, int64_t n, int B, sb_work *w);
 
 // solve_stream.c: the passes over a streamed input (w->rows): w->sys = the local [G | c | yy] (with the
 // rescaling by powers of two that data_load_lsq_ranged does, agreed over the ranks), and w->gout = the
-// local [Xᵀe | ‖e‖²] for e = y − X·a.
+// local [Xᵀe | ‖e‖²] for e = y − X·a. The residual route's: sb_grams_stream, w->grams = the local block
+// Grams and w->e = y for the rank's rows (w->e holds them all; rescaled as sb_gram_stream); sb_step_stream,
+// grad_update's fused pass over the rank's rows (e = w->e, coef = w->coef, gout = w->gbuf) reading only the
+// columns of the two blocks (a column window).
 int sb_gram_stream(ds_ctx *ctx, int64_t n, sb_work *w);
+int sb_grams_stream(ds_ctx *ctx, int64_t n, int B, sb_work *w);
 int sb_check_stream(ds_ctx *ctx, int64_t n, sb_work *w);
+int sb_step_stream(ds_ctx *ctx, int64_t n, sb_work *w, int64_t up0, int64_t upn, int64_t gr0, int64_t grn);
 // qr's pass: w->qr[1] = the R (n1 × n1) of the rank's streamed rows, each chunk's R (qr_ops.local_r, work
 // in w->qr[0], chunk-sized) folded into it as the chunks pass (qr_ops.stack_r); read again, divided by
 // powers of two, when the values lie beyond 2^±DATA_RANGE_EXP. Collective: every rank returns the same.

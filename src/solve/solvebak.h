@@ -62,6 +62,7 @@ typedef struct sb_result {
     int64_t chunk_rows;    // streamed: rows a chunk
     double bytes_moved;    // streamed: bytes of X and y read from the source, all ranks
     double stream_seconds; // streamed: wall time of the passes over the source, slowest rank
+    char stream_note[120]; // streamed: what the route reads a sweep, when it reads X more than once; else empty
 } sb_result;
 
 // X: the rank's row block in backend memory; y: its rows of y (backend memory, double).
@@ -76,17 +77,20 @@ int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_
                   sb_result *res);
 
 // Streamed solves (solve_stream.c), for an X that does not fit the memory a rank may use.
-// X'X beyond this does not stream (nor does it fit comfortably in memory: solvebak_pick_method).
+// X'X beyond this does not stream on the Gram route (nor does it fit comfortably in memory:
+// solvebak_pick_method); the residual route never forms it.
 #define SB_STREAM_GRAM_BYTES 4e9
 // Whether this rank's rows × cols (f32 or double) fit caps->backend with the working buffers of a
 // solve: *chunk_rows 0 when they do (solve in memory), else the chunk rows for solvebak_run_rows.
 // DS_ERR_USAGE, naming the cap (cap_name: the option that set caps->backend) and the minimum, when the
-// caps leave no room for two chunks of ROWS_MIN_CHUNK rows, or the method does not stream. Not collective.
+// caps leave no room for two chunks of ROWS_MIN_CHUNK rows, or the method does not stream (X'X beyond
+// SB_STREAM_GRAM_BYTES but for residual; residual with the coarse correction). Not collective.
 int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *cap_name, int64_t rows,
                          int64_t cols, int f32, const sb_opts *o, int64_t *chunk_rows, ds_msg *msg);
 // solvebak_run with X and y read from rows, pass by pass: the Gram route (SolveBak's default and gram),
-// cholesky, qr (each chunk's R folded into the rank's) and auto (cholesky, then qr when X is ill
-// conditioned: one more pass); residual is DS_ERR_USAGE. Collective.
+// cholesky, qr (each chunk's R folded into the rank's), auto (cholesky, then qr when X is ill
+// conditioned: one more pass) and residual (e resident, a pass over two blocks' columns per block: X
+// about twice a sweep; with the coarse correction DS_ERR_USAGE). Collective.
 int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const sb_opts *opts, sb_result *res);
 
 // The route SolveBak would take for this shape on this backend, with rows_per_rank the same on every rank.
