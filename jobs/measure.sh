@@ -14,6 +14,8 @@
 #   ctest        ctest -L gpu (the GPU tests; they skip without a GPU);  ctest-all  every test
 #   sanitize     compute-sanitizer: memcheck over the GPU op and end-to-end tests (one rank), racecheck
 #                over the ops with shared-memory kernels
+#   sanitize-cli compute-sanitizer memcheck over dsolve itself in the streaming command-line tests (gpu:
+#                stream_cli, stream_logreg, stream_ann, stream_sort_cli; one report fails the run); slow
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
 #                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
@@ -84,7 +86,7 @@ done
 for p in "${parts[@]}"; do
     case $p in
     build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
-        hdf5 | stream | stream-cmds | big | sanitize | cpu) ;;
+        hdf5 | stream | stream-cmds | big | sanitize | sanitize-cli | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
 done
@@ -235,6 +237,25 @@ part_sanitize() {
     for f in solve.gram solve.block qr.stack sort. logreg.; do
         run "racecheck_${f%.}" "$cs" --tool racecheck --error-exitcode 9 "$DS_BUILD/tests/test_backend_ops" gpu "$f"
     done
+}
+
+# The command-line tests start dsolve through mpirun: they get a wrapper that runs it under memcheck, whose
+# logs (one a process) stay beside the runs' output. Tests that signal the ranks by their command line
+# (faults, checkpoints) would not find them under the wrapper and are left out.
+part_sanitize_cli() {
+    local cs t wrap=$DS_RAW/dsolve-memcheck
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    [ -x "$cs" ] || { skip sanitize-cli "no compute-sanitizer"; return 0; }
+    [ "$DS_GPUS" -ge 1 ] || { skip sanitize-cli "no GPU here"; return 0; }
+    local -x NCCL_NVLS_ENABLE=0
+    printf '#!/bin/sh\nexec %s --tool memcheck --error-exitcode 9 --print-limit 20 --log-file %s/memcheck.%%p.log %s "$@"\n' \
+        "$cs" "$DS_RAW" "$DS_ROOT/$dsolve" >"$wrap" && chmod +x "$wrap"
+    for t in stream_cli stream_logreg stream_ann stream_sort_cli; do
+        run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
+    done
+    local line
+    while read -r line; do ds_log "memcheck (processes, summary): $line"; done \
+        < <(grep -h "ERROR SUMMARY" "$DS_RAW"/memcheck.*.log 2>/dev/null | sort | uniq -c)
 }
 
 part_solve() {
@@ -585,6 +606,7 @@ for part in "${parts[@]}"; do
     bench-cases) part_bench_cases ;;
     bench-node) part_bench_node ;;
     stream-cmds) part_stream_cmds ;;
+    sanitize-cli) part_sanitize_cli ;;
     *) "part_$part" ;;
     esac
     ds_log "$part: $((SECONDS - t0)) s"
