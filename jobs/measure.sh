@@ -40,8 +40,8 @@
 #                memory; peer: the pinned and pageable host-to-device rates (jobs/h2d_peer.py, torch);
 #                and 1 M x 500 (4 GB) from the file (--host-memory 2G) beside plain reads of it
 #   stream-cmds  the other commands beyond --device-memory (one GPU), each beside its in-memory run: sort
-#                2·10^9 int32 with --device-memory 2G (and CUB alone), ann 100 M x 10 from a file with
-#                --device-memory 2G, logreg 1.28 M x 784 f32 with --device-memory 2G (from pinned host
+#                2·10^9 int32 with --device-memory 2G (and CUB alone), ann 500 M x 10 from a file with
+#                --device-memory 8G (100 M and 2G with less than 50 GB of scratch disk), logreg 1.28 M x 784 f32 with --device-memory 2G (from pinned host
 #                memory, and from the file with --host-memory 3G); with 300 GB of RAM, sort 3·10^10 int32
 #   big          25 M x 1 000 f64 (200 GB) kept in pinned host memory and solved on one GPU (gram and
 #                cholesky), with the pinned host-to-device rate (jobs/h2d_peer.py); needs 300 GB of RAM
@@ -494,10 +494,15 @@ part_stream_cmds() {
     dsr sort_2g_cub 1 sort --gen 2000000000 --cub-only
     dsr sort_2g_streamed 1 sort --gen 2000000000 --device-memory 2G --verify
     dir=$(mktemp -d "${DSOLVE_SCRATCH:-/tmp}/dsolve-cmds.XXXXXX") || { failed+=("stream-cmds/scratch"); return 0; }
-    dsr ann_gen_train 1 gen --kind ann --rows 100000000 --cols 10 --seed 1 --output "$dir/a.h5"
+    # Issue 13's ann: 500 M x 10 (a 44 GB file) with --device-memory 8G beside the same run in device memory
+    # (test r and weights_digest in the two runs' JSON); 100 M x 10 and 2G where the scratch disk is short.
+    local free_gb m=500 cap=8G
+    free_gb=$(df -BG --output=avail "$dir" | awk 'NR == 2 { print int($1) }')
+    [ "${free_gb:-0}" -ge 50 ] || { m=100 cap=2G; ds_log "stream-cmds: ${free_gb} GB free in $dir: ann on 100 M rows"; }
+    dsr ann_gen_train 1 gen --kind ann --rows "${m}000000" --cols 10 --seed 1 --output "$dir/a.h5"
     dsr ann_gen_test 1 gen --kind ann --rows 1000000 --cols 10 --seed 2 --output "$dir/t.h5"
-    dsr ann_100m_memory 1 ann --input "$dir/a.h5" --test "$dir/t.h5"
-    dsr ann_100m_streamed 1 ann --input "$dir/a.h5" --test "$dir/t.h5" --device-memory 2G
+    dsr "ann_${m}m_memory" 1 ann --input "$dir/a.h5" --test "$dir/t.h5"
+    dsr "ann_${m}m_streamed" 1 ann --input "$dir/a.h5" --test "$dir/t.h5" --device-memory "$cap"
     rm -f "$dir/a.h5" "$dir/t.h5"
     if have_py h5py; then
         run logreg_gen "$DS_PYTHON" -c "
