@@ -175,9 +175,8 @@ void case_ann_route_requests(ops_run *r);
 void case_ann_route_place(ops_run *r);
 void case_ann_fit(ops_run *r);
 void case_ann_forward(ops_run *r);
-void case_ann_forward_gram(ops_run *r);
+void case_ann_gram_digits(ops_run *r);
 void case_ann_output(ops_run *r);
-void case_ann_add(ops_run *r);
 void case_ann_solve(ops_run *r);
 
 void case_sort_map(ops_run *r);

@@ -10,9 +10,11 @@
 #include <time.h>
 
 #include "ann/ann.h"
+#include "ann/ann_gram.h"
 #include "ann/ann_rows.h"
 #include "core/data.h"
 #include "harness.h"
+#include "core/exactsum.h"
 #include "core/rng.h"
 
 typedef struct trained {
@@ -46,7 +48,7 @@ static trained train_on(ds_ctx *ctx, int64_t rows, int64_t cols, uint64_t seed, 
 {
     trained t;
     memset(&t, 0, sizeof t);
-    ds_data d = {0}, e = {0};
+    ds_data d = {.block_rows = ann_block_rows}, e = {0};  // the training set's ranks hold whole blocks
     ann_times times;
     t.rc = make_data(ctx, rows, cols, seed, o->classes, &d);
     if (t.rc == DS_OK)
@@ -77,8 +79,8 @@ static double outputs_diff(const trained *a, const trained *b)
     return test_rel_diff(a->P, b->P + (a->row0 - b->row0) * C, a->rows * C);
 }
 
-// The same model: W (from the same fits) to tol_w; V, the solution of an ill-conditioned system whose
-// Gram is summed in another order, to tol_v; the outputs, which is what the model is, to tol_p.
+// The same model: W (from the same fits) to tol_w; V, the output solve's solution, to tol_v; the
+// outputs, which is what the model is, to tol_p.
 static void compare_models(const trained *a, const trained *b, double tol_w, double tol_v, double tol_p,
                            const char *what)
 {
@@ -99,23 +101,27 @@ static void compare_models(const trained *a, const trained *b, double tol_w, dou
 
 static void test_rank_independence(ds_ctx *world, ds_ctx *self)
 {
-    // W comes from the same fits on any rank count: the same bits. HᵀH is summed in another order, and
-    // the output system's condition number (about 1e10 at the default ridge) amplifies that: the
-    // outputs agree to 1e-8 with the default ridge, and to 1e-10 once the ridge bounds it near 1e6.
+    // W comes from the same fits on any rank count, and the output Gram is summed exactly over fixed
+    // blocks (ann_gram.h): W and V are the same bits on any rank count and memory budget (rounds and H
+    // chunks). The test outputs to 1e-13: BLAS may order a row's products by the shape of the rows
+    // around it. 13 000 rows are 4 blocks, the last short, for up to 4 ranks; 5 000 rows are 2 blocks,
+    // which leave ranks 3 and 4 without rows.
+    const int64_t sets[] = {13000, 5000};
     ann_opts o = {.neurons = 120, .seed = 11, .ridge = -1};
-    trained a = train_on(world, 6000, 6, 3, &o), b = train_on(self, 6000, 6, 3, &o);
-    compare_models(&a, &b, 0, 1e-3, 1e-8, "all ranks against one (default ridge)");
-    ann_opts firm = o;
-    firm.ridge = 1e-3;
-    trained a2 = train_on(world, 6000, 6, 3, &firm), b2 = train_on(self, 6000, 6, 3, &firm);
-    compare_models(&a2, &b2, 0, 1e-8, 1e-10, "all ranks against one (ridge 1e-3)");
-    ann_opts small = firm;
-    small.budget_bytes = 40000;  // many exchange rounds and H chunks
-    trained c = train_on(world, 6000, 6, 3, &small);
-    compare_models(&c, &a2, 0, 1e-8, 1e-10, "small memory budget against the default");
-    trained d = train_on(world, 6000, 6, 3, &o);
+    for (int i = 0; i < 2; i++) {
+        char what[96];
+        trained a = train_on(world, sets[i], 6, 3, &o), b = train_on(self, sets[i], 6, 3, &o);
+        snprintf(what, sizeof what, "%lld rows: all ranks against one", (long long)sets[i]);
+        compare_models(&a, &b, 0, 0, 1e-13, what);
+        trained_free(&a), trained_free(&b);
+    }
+    ann_opts small = o;
+    small.budget_bytes = 40000;  // many exchange rounds, and Gram chunks of one block
+    trained a = train_on(world, 13000, 6, 3, &o), c = train_on(world, 13000, 6, 3, &small);
+    compare_models(&c, &a, 0, 0, 0, "small memory budget against the default");
+    trained d = train_on(world, 13000, 6, 3, &o);
     compare_models(&d, &a, 0, 0, 0, "a second run");
-    trained_free(&a), trained_free(&b), trained_free(&a2), trained_free(&b2), trained_free(&c), trained_free(&d);
+    trained_free(&a), trained_free(&c), trained_free(&d);
 }
 
 static void test_accuracy(ds_ctx *ctx)
@@ -146,7 +152,7 @@ static void test_accuracy(ds_ctx *ctx)
 
 static void test_bad_targets(ds_ctx *ctx)
 {
-    ds_data d;
+    ds_data d = {.block_rows = ann_block_rows};
     ann_model m;
     ann_times t;
     ann_opts o = {.neurons = 10, .seed = 1, .ridge = -1};
@@ -254,18 +260,24 @@ static void test_routing(ds_ctx *ctx, const ann_ops *ops)
 
 // ---------------------------------------------------------------------------------------------------
 
-// The CPU's Gram of H without H (ann_cpu_gram) against H formed by forward and multiplied out here, for
-// thread counts and tiles that split the rows unevenly, with few (act_run's product) and many inputs
-// (OpenBLAS's), for a regression target and for one-hot classes.
+// The CPU's Gram of H by blocks (ann_cpu_gram_digits) against H formed by forward and multiplied out
+// here, with few (act_run's product) and many inputs (OpenBLAS's), a regression target and one-hot
+// classes, in blocks of 300 rows (a short one last; tiles of at most a block): on 1, 2, 3 and 7 threads
+// the digits are the same bits, and their join is the Gram to 1e-13.
 static void test_cpu_gram(ds_ctx *ctx)
 {
-    const int64_t rows = 2000, K = 50;
+    const int64_t rows = 2000, K = 50, block = 300;
     const int64_t shapes[][2] = {{6, 1}, {40, 3}};  // inputs, outputs
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        const int64_t n = shapes[s][0], outputs = shapes[s][1], ld = K + 1 + outputs;
+        const int64_t n = shapes[s][0], outputs = shapes[s][1], ld = K + 1 + outputs, dlen = 2 * ann_tri(ld);
         double *X = malloc((size_t)(rows * n) * sizeof(double)), *W = malloc((size_t)(K * (n + 1)) * sizeof(double));
         double *y = malloc((size_t)rows * sizeof(double)), *H = malloc((size_t)(rows * ld) * sizeof(double));
-        double *ref = calloc((size_t)(ld * ld), sizeof(double)), *acc = malloc((size_t)(ld * ld) * sizeof(double));
+        double *ref = calloc((size_t)(ld * ld), sizeof(double)), *S = malloc((size_t)(ld * ld) * sizeof(double));
+        double *dig = malloc((size_t)dlen * sizeof(double)), *dig1 = malloc((size_t)dlen * sizeof(double));
+        double *col = malloc((size_t)ld * sizeof(double));
+        ann_fix fx = {.block = block, .col = col};
+        (void)ann_fix_scales(rows, K + 1, outputs, 1.0, col, &fx.s0);
+        fx.lo = exactsum_lo((rows + block - 1) / block);
         for (int64_t i = 0; i < rows * n; i++)
             X[i] = rng_uniform(5, s, (uint64_t)i) - 0.5;
         for (int64_t i = 0; i < K * (n + 1); i++)
@@ -278,17 +290,19 @@ static void test_cpu_gram(ds_ctx *ctx)
                 for (int64_t j = 0; j < ld; j++)
                     ref[i * ld + j] += H[r * ld + i] * H[r * ld + j];
         const int threads[] = {1, 2, 3, 7};
-        const int64_t tiles[] = {37, 2000};
-        for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++)
-            for (size_t u = 0; u < sizeof tiles / sizeof tiles[0]; u++) {
-                memset(acc, 0, (size_t)(ld * ld) * sizeof(double));
-                int rc = ann_cpu_gram(ctx, X, rows, n, W, K, y, outputs, ld, threads[t], tiles[u], acc);
-                double d = test_rel_diff(acc, ref, ld * ld);
-                CHECK(rc == DS_OK && d <= 1e-13, "ann_cpu_gram n %lld outputs %lld, %d threads, tiles of %lld rows: "
-                      "%.3e from the Gram of forward's H", (long long)n, (long long)outputs, threads[t],
-                      (long long)tiles[u], d);
-            }
-        free(X), free(W), free(y), free(H), free(ref), free(acc);
+        for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+            double *d = t == 0 ? dig1 : dig;
+            memset(d, 0, (size_t)dlen * sizeof(double));
+            int rc = ann_cpu_gram_digits(ctx, X, rows, n, W, K, y, outputs, ld, &fx, threads[t], d);
+            if (rc == DS_OK)
+                rc = ctx->be->ann->gram_join(ctx, d, ld, &fx, S);
+            const double e = test_rel_diff(S, ref, ld * ld);
+            CHECK(rc == DS_OK && e <= 1e-13, "ann_cpu_gram_digits n %lld outputs %lld, %d threads: %.3e from the Gram "
+                  "of forward's H", (long long)n, (long long)outputs, threads[t], e);
+            CHECK(memcmp(d, dig1, (size_t)dlen * sizeof(double)) == 0, "ann_cpu_gram_digits n %lld outputs %lld: "
+                  "the digits on %d threads differ from one thread's", (long long)n, (long long)outputs, threads[t]);
+        }
+        free(X), free(W), free(y), free(H), free(ref), free(S), free(dig), free(dig1), free(col);
     }
 }
 

@@ -3,7 +3,9 @@
 # every bad input the network issue lists (constant or non-finite y, labels out of range, neurons
 # beyond the rows, a bad subset, a model file missing fields or of the wrong width) gets one line, a
 # non-zero exit and no output file; a saved model reproduces the training metrics and, recomputed by
-# NumPy from /W and /V, the predictions; classes from HDF5 and from IDX files; the JSON contract.
+# NumPy from /W and /V, the predictions; classes from HDF5 and from IDX files; the JSON contract; the
+# model the same bits on 1, 2 and 3 ranks (the output Gram's exact sums over fixed row blocks), where
+# the blocks leave ranks without rows too (400 rows are one block).
 # Usage: test_ann_cli.sh DSOLVE MPIEXEC. Needs python3 with numpy and h5py (77 without).
 set -u
 dsolve=$(realpath "$1")
@@ -149,6 +151,15 @@ with h5py.File("a1.h5") as a, h5py.File("a3.h5") as b:
 PY
 "$mpiexec" -np 2 "$dsolve" ann --rows 4000 --neurons 80 >builtin.txt 2>&1 && grep -q "test .*r 0.99" builtin.txt && ok \
     || bad "built-in ann: $(cat builtin.txt)"
+# 20 000 rows are 5 blocks of 4096 (the last short): 1, 2 and 3 ranks give one model.
+for n in 1 2 3; do
+    "$mpiexec" -np "$n" "$dsolve" ann --rows 20000 --neurons 60 --json >"ranks$n.json" 2>stderr.txt ||
+        bad "ann on $n ranks: $(cat stderr.txt)"
+done
+"$py" -c "
+import json; d = [json.load(open(f'ranks{n}.json')) for n in (1, 2, 3)]
+assert len({j['weights_digest'] for j in d}) == 1 and len({j['train_rmse'] for j in d}) == 1, [(j['weights_digest'], j['train_rmse']) for j in d]" &&
+    ok || bad "ann on 1, 2 and 3 ranks: the models differ"
 "$dsolve" ann --help | grep -q -- "--subset" && ok || bad "ann --help"
 "$dsolve" predict --help | grep -q -- "--model" && ok || bad "predict --help"
 

@@ -1,16 +1,18 @@
 // test_backend_ops_ann_output.c: test_backend_ops's cases of the output layer's ann_ops (ann/ann.h): the
-// forward pass, its Gram, the output product, add and the output solve (both routes), against the CPU
-// backend (gpu mode) or the loops here.
+// forward pass, its Gram by blocks of exact digits, the output product and the output solve (both
+// routes), against the CPU backend (gpu mode) or the loops here.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ann/ann.h"
+#include "ann/ann_gram.h"
+#include "core/exactsum.h"
 #include "backend_ops.h"
 
 // ---------------------------------------------------------------------------------------------------
-// forward, forward_gram
+// forward, gram_digits and gram_join
 
 // A forward pass: rows (m + rank, none on the last rank when empty) × n inputs, K neurons, outputs
 // targets (0: y NULL), H of leading dimension ld.
@@ -107,67 +109,95 @@ void case_ann_forward(ops_run *r)
     }
 }
 
-enum { ACC_GUARD = 5 };
+// gram_digits and gram_join on one side: dig_all = the digits of the rank's rows in one call, dig_two =
+// in two calls cut at block cut (the second X from that block's first row); S = the join of dig_all.
+typedef struct gram_out {
+    double *dig_all, *dig_two, *S;
+} gram_out;
 
-static int forward_gram_on(ds_ctx *c, const fwd_in *f, const double *init, double *acc)
+static int gram_digits_on(ds_ctx *c, const fwd_in *f, const ann_fix *host_fx, const double *col, int64_t cut,
+                          gram_out *out)
 {
     ops_mem m = {c};
-    const size_t ab = (size_t)(f->ld * f->ld + ACC_GUARD) * 8;
-    const double *X = ops_put(&m, f->X, (size_t)(f->rows * f->n) * 8);
-    const double *W = ops_put(&m, f->W, (size_t)(f->K * (f->n + 1)) * 8);
-    const double *y = f->y ? ops_put(&m, f->y, (size_t)f->rows * 8) : NULL;
-    double *a = ops_put(&m, init, ab);
-    int rc =
-        ops_ran(c, c->be->ann->forward_gram(c, X, f->rows, f->n, W, f->K, y, f->outputs ? f->outputs : 1, f->ld, a),
-                "ann.forward_gram");
-    ops_get(&m, acc, a, ab);
+    const int64_t ld = f->ld, dlen = 2 * ann_tri(ld), n = f->n, K = f->K, C = f->outputs;
+    const int64_t r0 = cut * host_fx->block < f->rows ? cut * host_fx->block : f->rows;
+    const double *X = ops_put(&m, f->X, (size_t)(f->rows * n) * 8);
+    const double *W = ops_put(&m, f->W, (size_t)(K * (n + 1)) * 8);
+    const double *y = ops_put(&m, f->y, (size_t)f->rows * 8);
+    ann_fix fx = *host_fx;
+    fx.col = ops_put(&m, col, (size_t)ld * 8);
+    double *all = ops_new(&m, (size_t)dlen * 8), *two = ops_new(&m, (size_t)dlen * 8);
+    double *S = ops_new(&m, (size_t)(ld * ld) * 8);
+    double *scratch = ops_new(&m, (size_t)(c->be->ann->gram_scratch(ld, fx.block) + 1) * 8);
+    const ann_ops *o = c->be->ann;
+    int rc = ops_ran(c, c->be->fill(c, all, dlen, 0.0), "fill");
+    if (rc == DS_OK)
+        rc = ops_ran(c, c->be->fill(c, two, dlen, 0.0), "fill");
+    if (rc == DS_OK)
+        rc = ops_ran(c, o->gram_digits(c, X, f->rows, n, W, K, y, C, ld, &fx, scratch, all), "ann.gram_digits");
+    if (rc == DS_OK && r0 > 0)
+        rc = ops_ran(c, o->gram_digits(c, X, r0, n, W, K, y, C, ld, &fx, scratch, two), "ann.gram_digits");
+    if (rc == DS_OK && r0 < f->rows)
+        rc = ops_ran(c, o->gram_digits(c, X + r0 * n, f->rows - r0, n, W, K, y + r0, C, ld, &fx, scratch, two),
+                     "ann.gram_digits");
+    if (rc == DS_OK)
+        rc = ops_ran(c, o->gram_join(c, all, ld, &fx, S), "ann.gram_join");
+    ops_get(&m, out->dig_all, all, (size_t)dlen * 8);
+    ops_get(&m, out->dig_two, two, (size_t)dlen * 8);
+    ops_get(&m, out->S, S, (size_t)(ld * ld) * 8);
     ops_release(&m);
     return rc;
 }
 
-// HᵀH against max |HᵀH| (at least the rows, from the column of ones), tol 2·(m + p)·u plus 1e-14 for
-// tanh's rounding; the entries after acc's ld·ld exact (left alone). Only shapes with y: forward_gram
-// is for the output layer's [H 1 T].
-void case_ann_forward_gram(ops_run *r)
+// [H 1 T]ᵀ[H 1 T] of the rank's rows by the contract (libm's tanh), in long double.
+static void gram_ref(const fwd_in *f, double *zero, double *H, double *want)
 {
-    if (!r->dut->be->ann->forward_gram || (r->cpu && !r->cpu->be->ann->forward_gram)) {
-        ops_skip(r, "ann.forward_gram", "optional, and NULL here (the output Gram is formed by forward and gram)");
-        return;
-    }
+    forward_ref(f, zero, H);
+    for (int64_t i = 0; i < f->ld; i++)
+        for (int64_t j = 0; j < f->ld; j++) {
+            long double s = 0;
+            for (int64_t k = 0; k < f->rows; k++)
+                s += (long double)H[k * f->ld + i] * H[k * f->ld + j];
+            want[i * f->ld + j] = (double)s;
+        }
+}
+
+// The joined Gram against the Gram of the contract's H, relative to max |S| (at least the rows, from the
+// column of ones): tol 2·(block + p)·u (a block's own sums; the digits add exactly) plus 1e-14 for tanh's
+// rounding. And the digits in two calls cut at a block must be the one call's, to the bit (ops_err_bytes
+// adds to the error): a block's Gram does not depend on the rows around it. Blocks of 50 rows (the op
+// takes any), so that the rows are several blocks and a short one.
+void case_ann_gram_digits(ops_run *r)
+{
     for (int s = 0; s < NFWD; s++) {
-        if (fwd_shapes[s][3] == 0)
-            continue;
+        if (fwd_shapes[s][3] == 0 || fwd_shapes[s][4] != 0)
+            continue;  // the output Gram: [H 1 T], ld = K + 1 + outputs
         ops_mem h = {NULL};
         fwd_in f;
         fwd_make(r, &h, fwd_shapes[s], &f);
-        const int64_t ll = f.ld * f.ld, len = ll + ACC_GUARD;
-        double *init = ops_new(&h, (size_t)len * 8), *got = ops_new(&h, (size_t)len * 8),
-               *want = ops_new(&h, (size_t)len * 8);
-        ops_fill(r, init + ll, ACC_GUARD, -1, 1, 1);
-        int st = forward_gram_on(r->dut, &f, init, got);
-        if (r->cpu) {
-            st |= forward_gram_on(r->cpu, &f, init, want);
-        } else {
-            double *zero = ops_new(&h, (size_t)(f.rows * f.ld) * 8), *H = ops_new(&h, (size_t)(f.rows * f.ld) * 8);
-            forward_ref(&f, zero, H);
-            for (int64_t i = 0; i < f.ld; i++)
-                for (int64_t j = 0; j < f.ld; j++)
-                    for (int64_t k = 0; k < f.rows; k++)
-                        want[i * f.ld + j] += H[k * f.ld + i] * H[k * f.ld + j];
-            memcpy(want + ll, init + ll, ACC_GUARD * 8);
-        }
-        double err = ops_err_rel(got, want, ll);
-        if (ops_err_bytes(got + ll, want + ll, ACC_GUARD, 8) > 0)
-            err = INFINITY;
+        const int64_t ld = f.ld, dlen = 2 * ann_tri(ld), K1 = f.K + 1, blocks = (f.rows + 49) / 50;
+        double *col = ops_new(&h, (size_t)ld * 8);
+        ann_fix fx = {.block = 50};
+        (void)ann_fix_scales(f.m + r->nranks, K1, f.outputs, 1.0, col, &fx.s0);
+        fx.lo = exactsum_lo(blocks > 0 ? blocks : 1);
+        const size_t db = (size_t)dlen * 8, sb = (size_t)(ld * ld) * 8;
+        gram_out got = {ops_new(&h, db), ops_new(&h, db), ops_new(&h, sb)};
+        gram_out ref = {ops_new(&h, db), ops_new(&h, db), ops_new(&h, sb)};
+        int st = gram_digits_on(r->dut, &f, &fx, col, blocks / 2, &got);
+        if (r->cpu)
+            st |= gram_digits_on(r->cpu, &f, &fx, col, blocks / 2, &ref);
+        else
+            gram_ref(&f, ops_new(&h, (size_t)(f.rows * ld) * 8), ops_new(&h, (size_t)(f.rows * ld) * 8), ref.S);
+        const double err = ops_err_rel(got.S, ref.S, ld * ld) + ops_err_bytes(got.dig_two, got.dig_all, dlen, 8);
         char shape[96];
         fwd_text(r, &f, shape, sizeof shape);
-        ops_report(r, "ann.forward_gram", shape, "f64", err, 2.0 * (double)(f.m + r->nranks) * OPS_U64 + 1e-14, st);
+        ops_report(r, "ann.gram_digits", shape, "f64", err, 2.0 * (double)(50 + r->nranks) * OPS_U64 + 1e-14, st);
         ops_release(&h);
     }
 }
 
 // ---------------------------------------------------------------------------------------------------
-// output, add
+// output
 
 static int output_on(ds_ctx *c, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V, int64_t outputs,
                      double *P)
@@ -210,42 +240,6 @@ void case_ann_output(ops_run *r)
                  (long long)K, (long long)outputs, shapes[s][4] ? ", last rank none" : "");
         ops_report(r, "ann.output", shape, "f64", ops_err_each(got, want, scale, rows * outputs),
                    2.0 * (double)(K + 1) * OPS_U64, st);
-        ops_release(&h);
-    }
-}
-
-static int add_on(ds_ctx *c, const double *a, const double *b, int64_t n, double *out)
-{
-    ops_mem m = {c};
-    double *d = ops_put(&m, a, (size_t)n * 8);
-    const double *s = ops_put(&m, b, (size_t)n * 8);
-    int rc = ops_ran(c, c->be->ann->add(c, d, s, n), "ann.add");
-    ops_get(&m, out, d, (size_t)n * 8);
-    ops_release(&m);
-    return rc;
-}
-
-// dst += src, one rounding: exact.
-void case_ann_add(ops_run *r)
-{
-    const int64_t sizes[] = {0, 1, 3, 17, 130, 1001, 130001};
-    for (int s = 0; s < 7; s++) {
-        const int64_t n = ops_dim(r, sizes[s]);
-        ops_mem h = {NULL};
-        double *a = ops_new(&h, (size_t)n * 8), *b = ops_new(&h, (size_t)n * 8);
-        double *got = ops_new(&h, (size_t)n * 8), *want = ops_new(&h, (size_t)n * 8);
-        ops_fill(r, a, n, -1, 1, 1);
-        ops_fill(r, b, n, -1e3, 1e3, 1);
-        int st = add_on(r->dut, a, b, n, got);
-        if (r->cpu) {
-            st |= add_on(r->cpu, a, b, n, want);
-        } else {
-            for (int64_t i = 0; i < n; i++)
-                want[i] = a[i] + b[i];
-        }
-        char shape[32];
-        snprintf(shape, sizeof shape, "n %lld", (long long)n);
-        ops_report(r, "ann.add", shape, "f64", ops_err_bytes(got, want, n, 8), 0, st);
         ops_release(&h);
     }
 }

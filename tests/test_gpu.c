@@ -20,7 +20,7 @@ static int solve_both(pair *p, const gen_lsq *prob, int f32, const sb_opts *o, s
     ds_ctx *c[2] = {&p->cpu, &p->gpu};
     const char *what = o->method == SB_METHOD_CHOLESKY ? "cholesky" : "solve";
     for (int i = 0; i < 2; i++) {
-        ds_data d;
+        ds_data d = {0};
         CHECK(data_gen_lsq(c[i], prob, f32, &d) == DS_OK, "data_gen_lsq: %s", c[i]->msg.text);
         int rc = solvebak_run(c[i], &d.X, d.y, d.rows_global, o, &r[i]);
         CHECK(rc == DS_OK, "%s on %s: %s", what, c[i]->be->name, c[i]->msg.text);

@@ -300,7 +300,7 @@ static void check_caps(ds_ctx *ctx)
 // --rate FILE CHUNK: h5io_read_lsq_rows by chunks, then a pass of the row source, each twice.
 static int rate(ds_ctx *ctx, const char *path, int64_t chunk)
 {
-    ds_data d;
+    ds_data d = {0};
     DS_CHECK(data_probe_lsq(ctx, path, "X", "y", 0, &d));
     const double bytes = (double)d.X.rows * (d.X.cols * 8 + 8);
     double *X = malloc((size_t)chunk * d.X.cols * 8), *y = malloc((size_t)chunk * 8);

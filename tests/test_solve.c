@@ -90,7 +90,7 @@ static void lapack_solution(const tcase *t, double *a)
 static int run_solve(MPI_Comm comm, const tcase *t, sb_result *res, char *msg, size_t msg_len)
 {
     ds_ctx ctx;
-    ds_data d;
+    ds_data d = {0};
     int rc = ctx_open(&ctx, comm, "cpu");
     CHECK(rc == DS_OK, "%s: ctx_open: %s", t->name, ctx.msg.text);
     rc = data_gen_lsq(&ctx, &t->p, t->f32, &d);

@@ -49,7 +49,7 @@ static void tweak_rows(const bcase *t, void *X, double *y, int64_t rows)
 static int run_solve(MPI_Comm comm, const bcase *t, int method, sb_result *res)
 {
     ds_ctx ctx;
-    ds_data d;
+    ds_data d = {0};
     int rc = ctx_open(&ctx, comm, "cpu");
     CHECK(rc == DS_OK, "%s: ctx_open: %s", t->name, ctx.msg.text);
     rc = data_gen_lsq(&ctx, &t->p, t->f32, &d);

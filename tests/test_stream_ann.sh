@@ -3,12 +3,12 @@
 # than the memory cap (docs/ann.md, "Inputs larger than memory"). A file of 1 200 000 x 40 f64 (394 MB,
 # `dsolve gen --kind ann`) is trained on and predicted in memory and streamed (cpu: --host-memory 64M on 1
 # and 3 ranks; gpu: --device-memory 64M with --host-memory 192M, from the file, and without the host cap,
-# from pinned host memory, one GPU, exit 77 without), with the same --memory-mb, so that the streamed
-# Gram takes the in-memory chunks. CPU: the model (weights_digest) is bitwise the in-memory run's; /yhat
-# and the metrics within 1e-12 relative (BLAS may order a row's sums by the chunk's shape); GPU: all
-# within 1e-12 relative. JSON says streamed, with chunk_rows and bytes_moved a whole number of passes over X and
-# y. A cap below the working minimum is exit 2 naming it; a file truncated or touched while it streams is exit 3
-# naming the file and dataset, with no output left. Needs python3 with numpy and h5py.
+# from pinned host memory, one GPU, exit 77 without). The output Gram is summed exactly over fixed row
+# blocks (src/ann/ann_gram.h), so the model (weights_digest) is bitwise the same in memory and streamed,
+# and on 1 and 3 ranks; /yhat and the metrics within 1e-12 relative (BLAS may order a row's sums by the
+# chunk's shape). JSON says streamed, with chunk_rows and bytes_moved a whole number of passes over X and
+# y. A cap below the working minimum is exit 2 naming it; a file truncated or touched while it streams is
+# exit 3 naming the file and dataset, with no output left. Needs python3 with numpy and h5py.
 set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
@@ -47,14 +47,13 @@ if kind == "ann":
     fm, fs = h5py.File("mem.h5"), h5py.File("str.h5")
     err = max(rel(fm["W"][:], fs["W"][:]), rel(fm["V"][:], fs["V"][:]))
     keys = ["train_r", "train_rmse", "train_r2"]
-    if mode == "cpu":
-        assert s["weights_digest"] == m["weights_digest"], (m["weights_digest"], s["weights_digest"])
+    assert s["weights_digest"] == m["weights_digest"], (m["weights_digest"], s["weights_digest"])
 else:
     err = rel(h5py.File("mem.h5")["yhat"][:], h5py.File("str.h5")["yhat"][:])
     keys = ["r", "rmse", "r2"]
-# Training on the CPU sums in the in-memory order (the stream's chunks are --memory-mb's H chunks):
-# bitwise. Prediction's chunks are the cap's, and BLAS may order a row's sums by the chunk's shape.
-tol = 0 if mode == "cpu" and kind == "ann" else 1e-12
+# Training: the Gram's exact sums make the model bitwise. Prediction's chunks are the cap's, and BLAS may
+# order a row's sums by the chunk's shape.
+tol = 0 if kind == "ann" else 1e-12
 assert err <= tol, f"{kind}: differs by {err:.3g} relative (tolerance {tol})"
 for k in keys:
     assert abs(s[k] - m[k]) <= max(tol, 1e-9) * abs(m[k]), (k, m[k], s[k])
@@ -81,6 +80,7 @@ for np in $nps; do
         cp out.txt str.json
         [ "$rc" -eq 0 ] || bad "ann np $np $cap: exit $rc: $(cat err.txt)"
         same "$mode ann np $np $cap" ann
+        "$py" -c "import json; print(json.load(open('mem.json'))['weights_digest'])" >>digests.txt
         cp mem.h5 model.h5
         cli_cmd=(predict)
         rm -f mem.h5 str.h5
@@ -93,6 +93,9 @@ for np in $nps; do
         same "$mode predict np $np $cap" predict
     done
 done
+# The model on every rank count and cap, in memory and streamed: one digest.
+[ "$(sort -u digests.txt | wc -l)" -eq 1 ] && ok || bad "ann: the model differs between rank counts: $(sort -u digests.txt | tr '\n' ' ')"
+
 # Classes: labels streamed with X (a 19 MB labelled file under an 8M cap), the same model and classes.
 "$py" -c "
 import h5py, numpy as np
@@ -108,7 +111,7 @@ run 1 "${cls[@]}" "${small[@]}"
 "$py" -c "
 import json; m = json.load(open('mem.json')); s = json.load(open('out.txt'))
 assert s['streamed'] and not m['streamed'], (m['streamed'], s['streamed'])
-assert abs(s['train_accuracy'] - m['train_accuracy']) <= 1e-12 and ('$mode' == 'gpu' or s['weights_digest'] == m['weights_digest']), (m, s)" &&
+assert abs(s['train_accuracy'] - m['train_accuracy']) <= 1e-12 and s['weights_digest'] == m['weights_digest'], (m, s)" &&
     ok || bad "classes streamed: $(cat out.txt err.txt)"
 cli_cmd=(predict)
 run 1 --model cm.h5 --input cls.h5 --output mem.h5

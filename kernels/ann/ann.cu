@@ -1,9 +1,10 @@
 // ann.cu: the network's element-wise kernels: row gathers and routing for the hidden fits, their
-// targets and checks, the activation of H, and the small reshapes around the output solve (see
-// kernels/ann.h).
+// targets and checks, the activation of H, the output Gram's digits (core/exactsum.h) and the small
+// reshapes around the output solve (see kernels/ann.h).
 #include <math.h>
 
 #include "ann/ann_kernels.h"
+#include "core/exactsum.h"
 
 namespace {
 
@@ -132,10 +133,35 @@ __global__ void activate_kernel(double *H, int64_t rows, int64_t ld, const doubl
     }
 }
 
-__global__ void add_kernel(double *dst, const double *src, int64_t count)
+// Where row i of the packed upper triangle of an ld × ld matrix starts, less i: entry (i, j ≥ i) is at
+// tri_row(i, ld) + j.
+__device__ int64_t tri_row(int64_t i, int64_t ld)
 {
-    GRID_STRIDE(i, count)
-    dst[i] += src[i];
+    return i * ld - i * (i - 1) / 2 - i;
+}
+
+// A CTA per row i of the triangle (grid-stride), its threads across the columns j ≥ i: P's row and the
+// digits' packed row are read and written in order.
+__global__ void split_kernel(const double *P, int64_t ld, const double *col, double s0, double lo, double *dig)
+{
+    const int64_t tri = ld * (ld + 1) / 2;
+    for (int64_t i = blockIdx.x; i < ld; i += gridDim.x) {
+        const double *p = P + i * ld, si = s0 * col[i];
+        double *hi = dig + tri_row(i, ld), *low = hi + tri;
+        for (int64_t j = i + threadIdx.x; j < ld; j += blockDim.x)
+            exactsum_split(p[j], si * col[j], lo, &hi[j], &low[j]);
+    }
+}
+
+// A CTA per row i of S, its threads across the row; entry (i, j) from the triangle's (min, max).
+__global__ void join_kernel(const double *dig, int64_t ld, const double *col, double s0, double lo, double *S)
+{
+    const int64_t tri = ld * (ld + 1) / 2;
+    for (int64_t i = blockIdx.x; i < ld; i += gridDim.x)
+        for (int64_t j = threadIdx.x; j < ld; j += blockDim.x) {
+            const int64_t a = i < j ? i : j, b = i < j ? j : i, at = tri_row(a, ld) + b;
+            S[i * ld + j] = exactsum_join(dig[at], dig[tri + at], s0 * col[a] * col[b], lo);
+        }
 }
 
 __global__ void solve_in_kernel(const double *S, int64_t ld, int64_t K1, int64_t C, double lambda, double *A, double *B)
@@ -230,9 +256,20 @@ extern "C" cudaError_t ds_k_ann_activate(double *H, int64_t rows, int64_t ld, co
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t ds_k_ann_add(double *dst, const double *src, int64_t count, cudaStream_t stream)
+extern "C" cudaError_t ds_k_ann_split(const double *P, int64_t ld, const double *col, double s0, double lo,
+                                       double *dig, cudaStream_t stream)
 {
-    LAUNCH(count, add_kernel, dst, src, count);
+    if (ld > 0)
+        split_kernel<<<(unsigned)(ld < kMaxBlocks ? ld : kMaxBlocks), kThreads, 0, stream>>>(P, ld, col, s0, lo, dig);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ds_k_ann_join(const double *dig, int64_t ld, const double *col, double s0, double lo, double *S,
+                                      cudaStream_t stream)
+{
+    if (ld > 0)
+        join_kernel<<<(unsigned)(ld < kMaxBlocks ? ld : kMaxBlocks), kThreads, 0, stream>>>(dig, ld, col, s0, lo, S);
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t ds_k_ann_solve_in(const double *S, int64_t ld, int64_t K1, int64_t C, double lambda, double *A,

@@ -1,7 +1,8 @@
 // ann.h (kernels): the extern "C" launchers of the network's kernels (kernels/ann.cu). Each queues its
 // work on stream and returns cudaGetLastError(); none synchronizes. All pointers are device memory.
 // provides: ds_k_ann_gather_fit, ds_k_ann_gather_chunk, ds_k_ann_route_requests, ds_k_ann_route_place, ds_k_ann_targets,
-//           ds_k_ann_ptrs, ds_k_ann_check_fits, ds_k_ann_activate, ds_k_ann_add, ds_k_ann_solve_in,
+//           ds_k_ann_ptrs, ds_k_ann_check_fits, ds_k_ann_activate, ds_k_ann_split, ds_k_ann_join,
+//           ds_k_ann_solve_in,
 //           ds_k_ann_scale_eigen, ds_k_ann_transpose
 #ifndef DS_KERNELS_ANN_H
 #define DS_KERNELS_ANN_H
@@ -45,8 +46,14 @@ cudaError_t ds_k_ann_check_fits(const int *info, double *W, int64_t nb, int64_t 
 cudaError_t ds_k_ann_activate(double *H, int64_t rows, int64_t ld, const double *W, int64_t n, int64_t K,
                               const double *y, int64_t outputs, cudaStream_t stream);
 
-// dst[i] += src[i].
-cudaError_t ds_k_ann_add(double *dst, const double *src, int64_t count, cudaStream_t stream);
+// dig += the digits (core/exactsum.h) of the upper triangle of P (ld × ld row-major: cuBLAS's column-major
+// lower), entry (i, j) at scale s0·col[i]·col[j] with low factor lo; dig: the packed triangle's high
+// digits, then its low ones (ann_ops.gram_digits' layout).
+cudaError_t ds_k_ann_split(const double *P, int64_t ld, const double *col, double s0, double lo, double *dig,
+                           cudaStream_t stream);
+// S (ld × ld row-major, full) = the sums the digits dig stand for (ds_k_ann_split's layout and scales).
+cudaError_t ds_k_ann_join(const double *dig, int64_t ld, const double *col, double s0, double lo, double *S,
+                          cudaStream_t stream);
 
 // From S (ld × ld, row-major, symmetric): A = S[:K1, :K1] + λI (K1 × K1) and B (column-major K1 × C,
 // ld K1) with B[i + c·K1] = S[i·ld + K1 + c].

@@ -1,6 +1,7 @@
 // ann.c: training and prediction of the least-squares network (see ann.h), written against ds_backend
 // and ann_ops: the output layer, the targets, prediction and metrics. The hidden layer is in
-// ann_hidden.c, its subsets and row exchange in ann_rows.c, the checkpoints' state in ann_ckpt.c.
+// ann_hidden.c, its subsets and row exchange in ann_rows.c, the output Gram's exact sums in ann_gram.c,
+// the checkpoints' state in ann_ckpt.c.
 #include "ann/ann.h"
 
 #include <limits.h>
@@ -9,10 +10,10 @@
 #include <string.h>
 
 #include "ann/ann_ckpt.h"
+#include "ann/ann_gram.h"
 #include "ann/ann_hidden.h"
 #include "ann/ann_stream.h"
 #include "core/ckpt.h"
-#include "solve/solve_ops.h"
 
 static int64_t ann_budget(const ds_ctx *ctx, const ann_opts *o)
 {
@@ -25,16 +26,11 @@ static int64_t ann_budget(const ds_ctx *ctx, const ann_opts *o)
 typedef struct ann_targets {
     double *z, *tc;           // [rows], host
     double tc_scale, tc_shift;  // y = tc_scale·tc + tc_shift
+    double tc_max;            // the largest |tc| over all ranks' rows (ann_ymap.tc_max)
 } ann_targets;
 
 // ---------------------------------------------------------------------------------------------------
-// Output layer: S = [H 1 T]ᵀ[H 1 T] over the rank's rows chunk by chunk, one allreduce, the solve.
-
-// The Gram's buffer: [HᵀH … (ld × ld) | ld | 1], as the solve table's gram writes it.
-static int64_t gram_size(int64_t ld)
-{
-    return ld * ld + ld + 1;
-}
+// Output layer: S = [H 1 T]ᵀ[H 1 T] over all ranks' rows, exactly (ann_gram.c), then the solve.
 
 int64_t ann_chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows)
 {
@@ -43,114 +39,8 @@ int64_t ann_chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t
     return c < rows ? c : rows > 0 ? rows : 1;
 }
 
-// The Gram pass over a rank's rows to do (ann_left), in chunks of ch rows: by forward_gram where the
-// backend has it (the CPU's, which never stores H), else each chunk of H formed by forward and its Gram
-// taken by the solve table's gram. A chunk's Gram goes straight into acc while acc is still zero, into
-// tmp and then added otherwise: the same sums in the same order whether or not the pass was resumed
-// from a checkpoint between chunks (on the same ranks: bitwise).
-typedef struct gram_pass {
-    void *H, *tmp;  // backend memory: a chunk of H (ch × ld; not with forward_gram), a chunk's Gram (gsize)
-    double *start;  // host: the Gram a resumed rank starts from (ann_resume_start)
-    int fresh;      // acc is still zero
-    int64_t ch, ld, gsize;
-    ann_left left;
-} gram_pass;
-
-// out = the Gram of the rank's local rows r .. r+nr−1 (out's first ld·ld entries, the rest zero or as
-// the solve table's gram leaves them).
-static int gram_chunk(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                      const double *tc, int64_t r, int64_t nr, const gram_pass *g, double *out)
-{
-    const int64_t n = d->X.cols, K = o->neurons, outputs = o->classes ? o->classes : 1;
-    const double *Xc = (const double *)d->X.data + r * n;
-    if (ops->forward_gram) {
-        DS_CHECK(ctx->be->fill(ctx, out, g->gsize, 0.0));
-        return ops->forward_gram(ctx, Xc, nr, n, Wd, K, tc + r, outputs, g->ld, out);
-    }
-    DS_CHECK(ops->forward(ctx, Xc, nr, n, Wd, K, tc + r, outputs, g->H, g->ld));
-    ds_mat Hm = {g->H, nr, g->ld, 0};
-    return ctx->be->solve->gram(ctx, &Hm, tc + r, out);
-}
-
-// acc += the Gram of the rows to do, a checkpoint's safe point between two chunks. Every rank takes as
-// many steps as the rank with the most chunks, so that the safe points' collectives match.
-static int gram_rows(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                     const double *tc, const ann_model *m, gram_pass *g, double *acc)
-{
-    int64_t steps = ann_left_chunks(&g->left, g->ch);
-    MPI_Allreduce(MPI_IN_PLACE, &steps, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
-    int rc = DS_OK;
-    for (int64_t s = 0; rc == DS_OK && s < steps; s++) {
-        if (s > 0)
-            rc = ann_ckpt_gram(ctx, o, m, acc, g->gsize, &g->left, s, steps);
-        int64_t a = 0, nr = rc == DS_OK ? ann_left_next(&g->left, g->ch, &a) : 0;
-        ctx_beat(ctx, "ann: H'H by row chunks");
-        if (nr > 0)
-            rc = gram_chunk(ctx, ops, d, o, Wd, tc, a - d->row0, nr, g, g->fresh ? acc : g->tmp);
-        if (rc == DS_OK && nr > 0 && !g->fresh)
-            rc = ops->add(ctx, acc, g->tmp, g->gsize);
-        g->fresh = g->fresh && nr == 0;
-        rc = ctx_agree(ctx, rc);
-    }
-    return rc;
-}
-
-// acc = zero, or the resumed rank's start; the pass's rows and buffers.
-static int gram_open(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_resume *rs, double *acc,
-                     gram_pass *g)
-{
-    const ds_backend *be = ctx->be;
-    DS_CHECK(ann_left_make(ctx, rs, d->row0, d->X.rows, &g->left));
-    DS_CHECK(be->fill(ctx, acc, g->gsize, 0.0));  // a rank without rows still adds its (zero) share
-    g->start = rs && rs->grams > 0 ? malloc((size_t)g->gsize * sizeof(double)) : NULL;
-    if (rs && rs->grams > 0 && !g->start)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    g->fresh = !ann_resume_start(ctx, rs, g->gsize, g->start);
-    if (!g->fresh)
-        DS_CHECK(be->upload(ctx, acc, g->start, (size_t)g->gsize * sizeof(double)));
-    if (!ops->forward_gram)
-        DS_CHECK(be->alloc(ctx, &g->H, (size_t)(g->ch * g->ld) * sizeof(double)));
-    if (!g->fresh || ann_left_chunks(&g->left, g->ch) > 1)
-        DS_CHECK(be->alloc(ctx, &g->tmp, (size_t)g->gsize * sizeof(double)));
-    return DS_OK;
-}
-
-static void gram_close(ds_ctx *ctx, gram_pass *g)
-{
-    if (g->H)
-        ctx->be->free(ctx, g->H);
-    if (g->tmp)
-        ctx->be->free(ctx, g->tmp);
-    free(g->start);
-    free(g->left.s);
-}
-
-// acc = the Gram of [H 1 T] over all ranks' rows (its first ld·ld entries; the rest as the solve table's
-// gram leaves them), resumed from rs when not NULL.
-static int output_gram(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
-                       const double *tc, const ann_model *m, const ann_resume *rs, double *acc)
-{
-    const int64_t ld = o->neurons + 1 + m->outputs;
-    if (o->stream) {  // the stream's chunks are the pass's (its plan takes chunk_rows' when they fit)
-        int rc = ctx_agree(ctx, ann_stream_gram(ctx, o->stream, m, Wd, ld, gram_size(ld), acc));
-        if (rc == DS_OK)
-            rc = ctx_agree(ctx, ctx->be->sync(ctx));
-        return rc == DS_OK ? ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, gram_size(ld))) : rc;
-    }
-    gram_pass g = {.ch = ann_chunk_rows(ctx, o, ld, d->X.rows), .ld = ld, .gsize = gram_size(ld)};
-    int rc = ctx_agree(ctx, gram_open(ctx, ops, d, rs, acc, &g));
-    if (rc == DS_OK)
-        rc = gram_rows(ctx, ops, d, o, Wd, tc, m, &g, acc);
-    if (rc == DS_OK)
-        rc = ctx_agree(ctx, ctx->be->sync(ctx));
-    if (rc == DS_OK)
-        rc = ctx_agree(ctx, ctx->be->allreduce_sum(ctx, acc, g.gsize));
-    gram_close(ctx, &g);
-    return rc;
-}
-
 // λ: the option, or ANN_RIDGE_REL times the mean diagonal of HᵀH.
-static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64_t ld, int64_t K1, double *lambda)
+static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *S, int64_t ld, int64_t K1, double *lambda)
 {
     if (o->ridge >= 0) {
         *lambda = o->ridge;
@@ -160,7 +50,7 @@ static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64
     void *dd = NULL;
     int rc = diag ? ctx->be->alloc(ctx, &dd, (size_t)K1 * sizeof(double)) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     if (rc == DS_OK)
-        rc = ctx->be->gather(ctx, dd, acc, K1, ld + 1);
+        rc = ctx->be->gather(ctx, dd, S, K1, ld + 1);
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, diag, dd, (size_t)K1 * sizeof(double));
     double tr = 0;
@@ -176,20 +66,20 @@ static int output_ridge(ds_ctx *ctx, const ann_opts *o, const double *acc, int64
 static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const ann_opts *o, const double *Wd,
                         const double *tc, const ann_targets *tg, const ann_resume *rs, ann_model *m, ann_times *t)
 {
-    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs, gsize = gram_size(ld);
-    void *acc = NULL, *Vd = NULL;
-    int rc = ctx->be->alloc(ctx, &acc, (size_t)gsize * sizeof(double));
+    const int64_t K1 = o->neurons + 1, ld = K1 + m->outputs;
+    void *S = NULL, *Vd = NULL;
+    int rc = ctx->be->alloc(ctx, &S, (size_t)(ld * ld) * sizeof(double));
     if (rc == DS_OK)
         rc = ctx->be->alloc(ctx, &Vd, (size_t)(K1 * m->outputs) * sizeof(double));
     rc = ctx_agree(ctx, rc);
     double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = output_gram(ctx, ops, d, o, Wd, tc, m, rs, acc);
+        rc = ann_output_gram(ctx, d, o, Wd, tc, tg->tc_max, m, rs, S);
     double t1 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = output_ridge(ctx, o, acc, ld, K1, &m->ridge);
+        rc = output_ridge(ctx, o, S, ld, K1, &m->ridge);
     if (rc == DS_OK)
-        rc = ops->solve(ctx, acc, ld, K1, m->outputs, m->ridge, Vd, m->route, sizeof m->route);
+        rc = ops->solve(ctx, S, ld, K1, m->outputs, m->ridge, Vd, m->route, sizeof m->route);
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, m->V, Vd, (size_t)(K1 * m->outputs) * sizeof(double));
     if (rc == DS_OK && !o->classes) {  // back from the centred and scaled target to y
@@ -203,8 +93,8 @@ static int output_solve(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
                          m->route, m->ridge);
     t->hidden = t1 - t0;
     t->solve = MPI_Wtime() - t1;
-    if (acc)
-        ctx->be->free(ctx, acc);
+    if (S)
+        ctx->be->free(ctx, S);
     if (Vd)
         ctx->be->free(ctx, Vd);
     return ctx_agree(ctx, rc);
@@ -242,17 +132,17 @@ static int targets_bad(ds_ctx *ctx, const ds_data *d, const double *y, int class
 // The training targets from y (host copy of the rank's rows), agreed over ranks (ann_target.h):
 //   z  (hidden fits): arctanh of y mapped into [−ANN_TARGET, ANN_TARGET] (left as it is when already
 //      inside), computed as y_scale·(y − min) − ANN_TARGET so that a large offset cancels exactly;
-//   tc (output layer): (y − mean) / spread, so that HᵀT keeps its digits whatever y's offset; the
-//      solution is scaled back (tc_scale, tc_shift). With classes both are the labels.
+//   tc (output layer): (y − mid-range) / half-range, so that HᵀT keeps its digits whatever y's offset;
+//      the solution is scaled back (tc_scale, tc_shift). With classes both are the labels.
 static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const double *y, ann_model *m,
                        ann_targets *tg)
 {
     const int64_t rows = d->X.rows;
-    double st[4];
+    double st[2];
     ann_y_stats(y, rows, st);
     ann_ymap t;
     DS_CHECK(ann_ymap_agree(ctx, d->source, st, o->classes, &t, m));
-    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift;
+    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift, tg->tc_max = t.tc_max;
     for (int64_t i = 0; i < rows; i++) {
         tg->z[i] = ann_z_of(&t, y[i]);
         tg->tc[i] = ann_tc_of(&t, y[i]);
@@ -260,21 +150,20 @@ static int targets_map(ds_ctx *ctx, const ds_data *d, const ann_opts *o, const d
     return DS_OK;
 }
 
-void ann_y_stats(const double *y, int64_t rows, double st[4])
+void ann_y_stats(const double *y, int64_t rows, double st[2])
 {
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    double lo = INFINITY, hi = -INFINITY;
     for (int64_t i = 0; i < rows; i++)
-        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi, sum += y[i];
-    st[0] = lo, st[1] = hi, st[2] = sum, st[3] = (double)rows;
+        lo = y[i] < lo ? y[i] : lo, hi = y[i] > hi ? y[i] : hi;
+    st[0] = lo, st[1] = hi;
 }
 
-int ann_ymap_agree(ds_ctx *ctx, const char *source, const double st[4], int classes, ann_ymap *t, ann_model *m)
+int ann_ymap_agree(ds_ctx *ctx, const char *source, const double st[2], int classes, ann_ymap *t, ann_model *m)
 {
-    double glo, ghi, gsum[2];
+    double glo, ghi;
     MPI_Allreduce(&st[0], &glo, 1, MPI_DOUBLE, MPI_MIN, ctx->comm);
     MPI_Allreduce(&st[1], &ghi, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    MPI_Allreduce(&st[2], gsum, 2, MPI_DOUBLE, MPI_SUM, ctx->comm);
-    if (!ann_ymap_make(glo, ghi, gsum[0], gsum[1], classes, t, m))
+    if (!ann_ymap_make(glo, ghi, classes, t, m))
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: y is constant (%g): there is nothing to fit", source, glo);
     return DS_OK;
 }
@@ -299,7 +188,7 @@ static int stream_targets(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_
 {
     ann_ymap t;
     DS_CHECK(ann_stream_targets(ctx, o->stream, d, o->classes, m, &t));
-    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift;
+    tg->tc_scale = t.tc_scale, tg->tc_shift = t.tc_shift, tg->tc_max = t.tc_max;
     return DS_OK;
 }
 
@@ -318,6 +207,13 @@ static int train_check(ds_ctx *ctx, const ds_data *d, const ann_opts *o, int64_t
     if (o->classes && o->neurons < o->classes)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--neurons %lld is fewer than the %d classes: each class needs a neuron",
                        (long long)o->neurons, o->classes);
+    int64_t row0 = 0, rows = 0;
+    ann_partition(m, ctx->nranks, ctx->rank, &row0, &rows);
+    if (d->row0 != row0 || d->X.rows != rows)  // the exact Gram's blocks (ann_gram.h)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "rank %d holds rows %lld .. %lld of %s, not its whole blocks %lld .. "
+                       "%lld: load the training set with ds_data.block_rows = ann_block_rows", ctx->rank,
+                       (long long)d->row0, (long long)(d->row0 + d->X.rows), d->source, (long long)row0,
+                       (long long)(row0 + rows));
     return DS_OK;
 }
 
@@ -338,7 +234,7 @@ static int hidden_layer(ds_ctx *ctx, const ann_ops *ops, const ds_data *d, const
     }
     void *zd = NULL;
     int rc = ctx_agree(ctx, ann_upload_new(ctx, &zd, tg->z, (size_t)d->X.rows * sizeof(double)));
-    ann_dev dv = {.X = &d->X, .z = zd, .row0 = d->row0, .m = d->rows_global};
+    ann_dev dv = {.X = &d->X, .z = zd, .row0 = d->row0, .m = d->rows_global, .block_rows = d->block_rows};
     ctx_beat(ctx, "ann: the hidden neurons' fits");
     if (rc == DS_OK)
         rc = ann_fit_hidden(ctx, ops, &dv, o, S, ann_budget(ctx, o), m);
@@ -360,7 +256,7 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     m->W = malloc((size_t)(K * (n + 1)) * sizeof(double));
     m->V = malloc((size_t)((K + 1) * m->outputs) * sizeof(double));
     const size_t rb = (size_t)(d->X.rows && !o->stream ? d->X.rows : 1) * sizeof(double);
-    ann_targets tg = {malloc(rb), malloc(rb), 1, 0};
+    ann_targets tg = {malloc(rb), malloc(rb), 1, 0, 1};
     ann_resume rs = {0};
     const int resume = o->ckpt && o->ckpt->restart;
     void *tcd = NULL, *Wd = NULL;
@@ -371,7 +267,8 @@ int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, an
     if (rc == DS_OK && o->stream)
         rc = stream_targets(ctx, d, o, m, &tg);
     if (rc == DS_OK && resume)
-        rc = ann_ckpt_read(ctx, o, n, gram_size(K + 1 + m->outputs), d->rows_global, &rs);
+        rc = ann_ckpt_read(ctx, o, n, 2 * ann_tri(K + 1 + m->outputs), d->rows_global, ann_block_rows(d->rows_global),
+                           &rs);
     if (rc == DS_OK)
         rc = ctx_agree(ctx, ctx->be->sync(ctx));
     MPI_Barrier(ctx->comm);  // the phases start together; the targets are set-up, not training

@@ -3,7 +3,8 @@
 // its own random subset s of the rows (t = arctanh of y mapped into (−1, 1); with classes, the
 // one-vs-rest target ±0.98 of class k mod C); then the output layer solves (HᵀH + λI)·V = HᵀT.
 // Distribution: rows are blocked across ranks; neurons are sharded across ranks, each rank fetching
-// the rows its neurons need from their owners in one exchange; HᵀH and HᵀT are summed in one allreduce.
+// the rows its neurons need from their owners in one exchange; HᵀH and HᵀT are summed exactly over fixed
+// row blocks, in one allreduce (ann_gram.h): the model does not depend on the rank count.
 // provides: ann_times, ann_train, ann_predict, ann_model_free (and, through ann_types.h and
 //           ann_ops.h, ann_opts, ann_model, ann_metrics, ann_ops, ANN_*)
 #ifndef DS_ANN_H
@@ -25,8 +26,9 @@ typedef struct ann_times {
 
 // Trains on d (labels as doubles in d->y when o->classes > 0). Collective; m is filled on every rank
 // and holds allocations (ann_model_free) even when training fails.
-// DS_ERR_INPUT for a constant y or labels out of range, DS_ERR_USAGE for neurons > rows or a subset
-// larger than the rows. With o->ckpt (ann_ckpt.h): checkpoints after the hidden fits and between the
+// DS_ERR_INPUT for a constant y or labels out of range, DS_ERR_USAGE for neurons > rows, a subset
+// larger than the rows, or ranks' rows that are not whole blocks (d loaded without ds_data.block_rows =
+// ann_block_rows). With o->ckpt (ann_ckpt.h): checkpoints after the hidden fits and between the
 // Gram's row chunks, DS_STOPPED after one taken on SIGTERM or SIGUSR1, and --restart's resumption.
 int ann_train(ds_ctx *ctx, const ds_data *d, const ann_opts *o, ann_model *m, ann_times *t);
 

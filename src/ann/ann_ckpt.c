@@ -1,6 +1,6 @@
 // ann_ckpt.c: checkpoints of the network's training (see ann_ckpt.h). Two kinds of safe point: after the
-// hidden fits and the all-gather of W (the state is W), and between two chunks of the Gram pass (W, every
-// rank's partial Gram in rank order, and the spans of rows in none of them). Not inside the fits: they
+// hidden fits and the all-gather of W (the state is W), and between two chunks of the Gram pass (W, the
+// digits of the rows done summed over the ranks, and the spans of rows still to do). Not inside the fits: they
 // take a small share of a training (a few per cent on the seed's problem) and their rounds shard the
 // neurons by rank count, so a partial set would not map onto another number of ranks simply.
 #include "ann/ann_ckpt.h"
@@ -12,9 +12,8 @@
 
 #include "core/ckpt.h"
 
-// The checkpoint's counters: the partial Grams, the spans still to do, the failed neurons.
-enum { CK_GRAMS, CK_SPANS, CK_FAILED, CK_LEN };
-enum { MAX_GRAMS = 1 << 16 };                     // ranks a checkpoint may come from
+// The checkpoint's counters: whether it holds digits (0 or 1), the spans still to do, the failed neurons.
+enum { CK_DIGITS, CK_SPANS, CK_FAILED, CK_LEN };
 static const int64_t MAX_STATE = (int64_t)1 << 40;  // doubles: larger is a damaged file, not a run
 static const int64_t PIECE = (int64_t)1 << 27;      // doubles a message, within MPI's int counts
 
@@ -23,19 +22,25 @@ static int whole_in(double v, double lo, double hi)
     return v == floor(v) && v >= lo && v <= hi;
 }
 
-static int counters_check(ds_ctx *ctx, const ann_opts *o, const double *ck, int64_t wlen, int64_t gsize, int64_t m)
+static int counters_check(ds_ctx *ctx, const ann_opts *o, const double *ck, int64_t wlen, int64_t dlen, int64_t m)
 {
     const char *f = o->ckpt->restart;
-    if (!whole_in(ck[CK_GRAMS], 0, MAX_GRAMS) || !whole_in(ck[CK_SPANS], 0, (double)m) ||
+    if (!whole_in(ck[CK_DIGITS], 0, 1) || !whole_in(ck[CK_SPANS], 0, (double)m) ||
         !whole_in(ck[CK_FAILED], 0, (double)o->neurons))
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /counters out of range", f);
-    if ((double)wlen + ck[CK_GRAMS] * (double)gsize + 2 * ck[CK_SPANS] > (double)MAX_STATE)
+    if ((double)wlen + ck[CK_DIGITS] * (double)dlen + 2 * ck[CK_SPANS] > (double)MAX_STATE)
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /counters: a state of more than 2^40 values", f);
     return DS_OK;
 }
 
-// The spans: whole rows, each non-empty, in increasing order without overlap, within 0 .. m.
-static int spans_check(ds_ctx *ctx, const ann_opts *o, const ann_resume *rs, int64_t m)
+// A span's bound: a block's first row, or m.
+static int on_block(double v, int64_t block, int64_t m)
+{
+    return v == (double)m || fmod(v, (double)block) == 0;
+}
+
+// The spans: whole rows, each non-empty, in increasing order without overlap, within 0 .. m, whole blocks.
+static int spans_check(ds_ctx *ctx, const ann_opts *o, const ann_resume *rs, int64_t m, int64_t block)
 {
     const double *sp = rs->state + rs->spans_at;
     for (int64_t i = 0; i < rs->spans; i++) {
@@ -43,21 +48,24 @@ static int spans_check(ds_ctx *ctx, const ann_opts *o, const ann_resume *rs, int
         if (!whole_in(sp[2 * i], end, (double)m) || !whole_in(sp[2 * i + 1], sp[2 * i] + 1, (double)m))
             return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /state: span %lld of the rows still to do is out of order",
                            o->ckpt->restart, (long long)i);
+        if (!on_block(sp[2 * i], block, m) || !on_block(sp[2 * i + 1], block, m))
+            return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /state: span %lld of the rows still to do is not whole "
+                           "blocks of %lld rows", o->ckpt->restart, (long long)i, (long long)block);
     }
     return DS_OK;
 }
 
-int ann_ckpt_read(ds_ctx *ctx, const ann_opts *o, int64_t n, int64_t gsize, int64_t m, ann_resume *rs)
+int ann_ckpt_read(ds_ctx *ctx, const ann_opts *o, int64_t n, int64_t dlen, int64_t m, int64_t block, ann_resume *rs)
 {
     const int64_t wlen = o->neurons * (n + 1);
     double ck[CK_LEN] = {0};
     memset(rs, 0, sizeof *rs);
     DS_CHECK(ckpt_read_head(ctx, o->ckpt, ck, CK_LEN));
-    int rc = counters_check(ctx, o, ck, wlen, gsize, m);
+    int rc = counters_check(ctx, o, ck, wlen, dlen, m);
     if (rc == DS_OK) {
-        *rs = (ann_resume){.grams = (int64_t)ck[CK_GRAMS], .spans = (int64_t)ck[CK_SPANS],
-                           .failed = (int64_t)ck[CK_FAILED], .grams_at = wlen};
-        rs->spans_at = wlen + rs->grams * gsize;
+        *rs = (ann_resume){.digits = (int64_t)ck[CK_DIGITS], .spans = (int64_t)ck[CK_SPANS],
+                           .failed = (int64_t)ck[CK_FAILED], .digits_at = wlen};
+        rs->spans_at = wlen + rs->digits * dlen;
         rs->state = malloc((size_t)(rs->spans_at + 2 * rs->spans) * sizeof(double));
         if (!rs->state)
             rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the checkpoint %s", o->ckpt->restart);
@@ -66,7 +74,7 @@ int ann_ckpt_read(ds_ctx *ctx, const ann_opts *o, int64_t n, int64_t gsize, int6
     if (rc == DS_OK)
         rc = ckpt_read_state(ctx, o->ckpt, rs->state, rs->spans_at + 2 * rs->spans);
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, spans_check(ctx, o, rs, m));
+        rc = ctx_agree(ctx, spans_check(ctx, o, rs, m, block));
     return rc;
 }
 
@@ -122,20 +130,9 @@ int64_t ann_left_chunks(const ann_left *td, int64_t ch)
     return c;
 }
 
-int ann_resume_start(const ds_ctx *ctx, const ann_resume *rs, int64_t gsize, double *G)
+void ann_resume_start(const ann_resume *rs, int64_t dlen, double *dig)
 {
-    if (!rs || rs->grams == 0 || (rs->grams != ctx->nranks && ctx->rank != 0))
-        return 0;
-    const double *all = rs->state + rs->grams_at;
-    if (rs->grams == ctx->nranks) {
-        memcpy(G, all + ctx->rank * gsize, (size_t)gsize * sizeof(double));
-        return 1;
-    }
-    memcpy(G, all, (size_t)gsize * sizeof(double));
-    for (int64_t q = 1; q < rs->grams; q++)
-        for (int64_t i = 0; i < gsize; i++)
-            G[i] += all[q * gsize + i];
-    return 1;
+    memcpy(dig, rs->state + rs->digits_at, (size_t)dlen * sizeof(double));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -173,19 +170,13 @@ int ann_ckpt_fitted(ds_ctx *ctx, const ann_opts *o, const ann_model *m, int64_t 
     return after_write(ctx, o, due, rc, "after the hidden fits");
 }
 
-// Rank 0 receives every rank's n values into all (p × n), in pieces that MPI's int counts can hold.
-static void gather_big(ds_ctx *ctx, const double *mine, int64_t n, double *all)
+// Rank 0 receives the sum over the ranks of their n digits into sum, in pieces that MPI's int counts can
+// hold: integers below 2^53, so the sum is exact whatever order MPI takes.
+static void reduce_big(ds_ctx *ctx, const double *mine, int64_t n, double *sum)
 {
-    if (ctx->rank != 0) {
-        for (int64_t i = 0; i < n; i += PIECE)
-            MPI_Send(mine + i, (int)(n - i < PIECE ? n - i : PIECE), MPI_DOUBLE, 0, 0, ctx->comm);
-        return;
-    }
-    memcpy(all, mine, (size_t)n * sizeof(double));
-    for (int q = 1; q < ctx->nranks; q++)
-        for (int64_t i = 0; i < n; i += PIECE)
-            MPI_Recv(all + q * n + i, (int)(n - i < PIECE ? n - i : PIECE), MPI_DOUBLE, q, 0, ctx->comm,
-                     MPI_STATUS_IGNORE);
+    for (int64_t i = 0; i < n; i += PIECE)
+        MPI_Reduce(mine + i, sum ? sum + i : NULL, (int)(n - i < PIECE ? n - i : PIECE), MPI_DOUBLE, MPI_SUM, 0,
+                   ctx->comm);
 }
 
 // This rank's rows still to do as (a, b) pairs into left (2 × spans): the rest of td from its position.
@@ -214,15 +205,15 @@ static void gather_spans(ds_ctx *ctx, const double *left, int64_t nleft, double 
                 ctx->comm);
 }
 
-int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const double *acc, int64_t gsize,
+int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const double *dig, int64_t dlen,
                   const ann_left *td, int64_t chunk, int64_t chunks)
 {
     const int due = ckpt_due(ctx, o->ckpt);
     if (!due)
         return DS_OK;
-    const int64_t p = ctx->nranks, wlen = m->neurons * (m->n + 1), at = wlen + p * gsize;
-    double *mine = malloc((size_t)gsize * sizeof(double)), *left = malloc((size_t)(2 * td->n + 2) * sizeof(double));
-    // Rank 0's state: W, the p Grams, then room for every rank's spans (at most nmax each).
+    const int64_t p = ctx->nranks, wlen = m->neurons * (m->n + 1), at = wlen + dlen;
+    double *mine = malloc((size_t)dlen * sizeof(double)), *left = malloc((size_t)(2 * td->n + 2) * sizeof(double));
+    // Rank 0's state: W, the summed digits, then room for every rank's spans (at most nmax each).
     int64_t nmax = td->n + 1;
     MPI_Allreduce(MPI_IN_PLACE, &nmax, 1, MPI_INT64_T, MPI_MAX, ctx->comm);
     double *state = ctx->rank == 0 ? malloc((size_t)(at + 2 * p * nmax) * sizeof(double)) : NULL;
@@ -231,15 +222,15 @@ int ann_ckpt_gram(ds_ctx *ctx, const ann_opts *o, const ann_model *m, const doub
                  ? DS_OK
                  : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for a checkpoint");
     if (rc == DS_OK)
-        rc = ctx->be->download(ctx, mine, acc, (size_t)gsize * sizeof(double));
+        rc = ctx->be->download(ctx, mine, dig, (size_t)dlen * sizeof(double));
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK) {
         int64_t total = 0;
         if (state)
             memcpy(state, m->W, (size_t)wlen * sizeof(double));
-        gather_big(ctx, mine, gsize, state ? state + wlen : NULL);
+        reduce_big(ctx, mine, dlen, state ? state + wlen : NULL);
         gather_spans(ctx, left, rows_left(td, left), state, at, cnt, &total);
-        const double ck[CK_LEN] = {(double)p, (double)total, (double)m->failed};
+        const double ck[CK_LEN] = {1, (double)total, (double)m->failed};
         rc = ckpt_write(ctx, o->ckpt, state, at + 2 * total, ck, CK_LEN);
     }
     free(mine), free(left), free(state), free(cnt);

@@ -1,5 +1,6 @@
 // ann_cpu.c: the network's operations on the CPU backend (host memory): OpenBLAS for the products,
-// LAPACK for the hidden fits and the output solve, POSIX threads for the element-wise tanh.
+// LAPACK for the hidden fits and the output solve, POSIX threads for the element-wise tanh and the
+// output Gram's blocks.
 #define _GNU_SOURCE  // madvise, MADV_HUGEPAGE
 #include <cblas.h>
 #include <lapacke.h>
@@ -13,6 +14,7 @@
 
 #include "ann/ann.h"
 #include "ann/vtanh.h"
+#include "core/exactsum.h"
 
 static int cpu_gather_fit_rows(ds_ctx *ctx, const double *X, int64_t n, const double *z, const int64_t *idx,
                                int64_t count, double *dst)
@@ -217,147 +219,164 @@ static int cpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, co
 }
 
 // ---------------------------------------------------------------------------------------------------
-// forward_gram: the Gram of H without H. Each of the rank's cores takes a contiguous share of the rows,
-// forms them GRAM_TILE_BYTES at a time (a tile that stays in its cache) and adds the tile's DSYRK, on
-// one OpenBLAS thread, to a Gram of its own; the Grams are then summed in thread order, so the result
-// depends on the rows and the thread count only, and the lower triangle is mirrored from the upper,
-// both over row bands of equal work. Against H in 256 MB chunks and one DSYRK on all the cores, this
-// skips the first touch of the chunk and OpenBLAS's split of one DSYRK among its threads (the seed
-// problem's HᵀH on 2 cores: 1.00 s with one DSYRK, 0.93 s as two; on 16 cores of 64 one DSYRK took
-// 0.19 s and on all 64 1.16 s). When the cores' Grams would not fit in GRAM_MAX_BYTES, one thread
-// forms the tiles and OpenBLAS's threads take each tile's DSYRK (at most ld / 64 of them).
-// DSOLVE_TRACE=1 prints each rank's phases.
+// gram_digits: the Gram of H without H, block by block. The rank's cores take whole blocks (the call's
+// block b goes to thread b mod T); a thread forms its block GRAM_TILE_BYTES of H at a time (a tile that
+// stays in its cache; the tiles are cut from the block's first row, by ld alone) and adds each tile's
+// DSYRK, on one OpenBLAS thread, to the block's Gram, whose upper triangle it then splits into digits of
+// its own (thread 0 into dig itself). The threads' digits are added into dig at the end: exact, so the
+// result does not depend on the thread count, nor a block's Gram on where the block lies. The blocks
+// are the unit of parallelism: a rank with fewer blocks than cores leaves some idle (OpenBLAS's own
+// threads inside a DSYRK could order the sums by their count). DSOLVE_TRACE=1 prints each rank's phases.
 
 enum { GRAM_TILE_BYTES = 8 << 20, MAX_GRAM_THREADS = MAX_JOBS };
 static const int64_t GRAM_MAX_BYTES = (int64_t)2 << 30;
 
 typedef struct gram_job {
-    act_job fwd;       // X, Wt, y, n, K, outputs, ld; H is the tile
-    const double *W;   // for the product when n > FUSED_MAX_INPUTS
-    double *G;         // ld × ld, upper triangle accumulated
-    int zero;          // 1: G is this thread's own, zeroed here (its first touch)
-    int64_t row0, rows, tile_rows;
+    act_job fwd;        // X, Wt, y, n, K, outputs, ld; H is the tile
+    const double *W;    // for the product when n > FUSED_MAX_INPUTS
+    const ann_fix *fx;
+    double *P, *dig;    // the block's Gram (ld × ld, upper triangle); the thread's digits (2·tri)
+    int zero;           // 1: dig is this thread's own, zeroed here (its first touch)
+    int64_t rows, tile_rows, first, step;  // the call's rows; the blocks first, first + step, …
 } gram_job;
+
+// Rows of H a tile: GRAM_TILE_BYTES of them, at least 64, at most a block.
+static int64_t gram_tile_rows(int64_t ld, int64_t block)
+{
+    int64_t t = GRAM_TILE_BYTES / (ld * (int64_t)sizeof(double));
+    t = t < 64 ? 64 : t;
+    return t < block ? t : block;
+}
+
+// dig += the digits of P's upper triangle (ld × ld, row-major) at fx's scales (packed, ann_ops.gram_digits).
+static void split_upper(const double *P, int64_t ld, const ann_fix *fx, double *dig)
+{
+    const int64_t tri = ld * (ld + 1) / 2;
+    for (int64_t i = 0, at = 0; i < ld; i++) {
+        const double si = fx->s0 * fx->col[i];
+        for (int64_t j = i; j < ld; j++, at++)
+            exactsum_split(P[i * ld + j], si * fx->col[j], fx->lo, &dig[at], &dig[tri + at]);
+    }
+}
 
 static void *gram_run(void *arg)
 {
     gram_job *j = arg;
-    const int64_t ld = j->fwd.ld;
+    const int64_t ld = j->fwd.ld, block = j->fx->block;
     if (j->zero)
-        memset(j->G, 0, (size_t)(ld * ld) * sizeof(double));
-    for (int64_t r = j->row0; r < j->row0 + j->rows; r += j->tile_rows) {
-        int64_t nr = j->row0 + j->rows - r < j->tile_rows ? j->row0 + j->rows - r : j->tile_rows;
-        forward_rows(&j->fwd, j->W, r, nr, j->fwd.H);
-        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)ld, (int)nr, 1.0, j->fwd.H, (int)ld, 1.0, j->G, (int)ld);
+        memset(j->dig, 0, (size_t)(ld * (ld + 1)) * sizeof(double));
+    for (int64_t b0 = j->first * block; b0 < j->rows; b0 += j->step * block) {
+        const int64_t b1 = b0 + block < j->rows ? b0 + block : j->rows;
+        for (int64_t r = b0; r < b1; r += j->tile_rows) {
+            const int64_t nr = b1 - r < j->tile_rows ? b1 - r : j->tile_rows;
+            forward_rows(&j->fwd, j->W, r, nr, j->fwd.H);
+            cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)ld, (int)nr, 1.0, j->fwd.H, (int)ld,
+                        r == b0 ? 0.0 : 1.0, j->P, (int)ld);
+        }
+        split_upper(j->P, ld, j->fx, j->dig);
     }
     return NULL;
 }
 
 typedef struct sum_job {
-    double *acc;
-    double *const *G;
-    int grams;
-    int64_t ld, row0, row1;
+    double *dig;
+    double *const *own;  // the other threads' digits
+    int count;
+    int64_t at0, at1;    // the entries of dig this job adds
 } sum_job;
 
-// acc's rows row0 .. row1−1 (upper part) += each G in order.
 static void *sum_run(void *arg)
 {
     const sum_job *s = arg;
-    for (int64_t i = s->row0; i < s->row1; i++)
-        for (int g = 0; g < s->grams; g++)
-            for (int64_t c = i; c < s->ld; c++)
-                s->acc[i * s->ld + c] += s->G[g][i * s->ld + c];
+    for (int g = 0; g < s->count; g++)
+        for (int64_t i = s->at0; i < s->at1; i++)
+            s->dig[i] += s->own[g][i];
     return NULL;
 }
 
-// acc's rows row0 .. row1−1, below the diagonal, from the upper triangle.
-static void *mirror_run(void *arg)
-{
-    const sum_job *s = arg;
-    for (int64_t i = s->row0; i < s->row1; i++)
-        for (int64_t c = 0; c < i; c++)
-            s->acc[i * s->ld + c] = s->acc[c * s->ld + i];
-    return NULL;
-}
+// One block of memory for the threads: each its block's Gram and tile, and (but thread 0) its digits,
+// 2 MB-aligned and advised for transparent huge pages, so that the first touches fault 2 MB at a time.
+typedef struct gram_mem {
+    char *base;
+    size_t per;
+} gram_mem;
 
-// Row bands of a triangle of ld rows with equal areas: band t is rows cut[t] .. cut[t+1]−1, for the
-// upper triangle (row i holds ld − i entries) or the lower (i entries).
-static void triangle_bands(int64_t ld, int bands, int upper, int64_t *cut)
-{
-    cut[0] = 0;
-    for (int t = 1; t < bands; t++) {
-        double f = (double)t / bands;  // the share of the area above the cut
-        int64_t c = (int64_t)((double)ld * (upper ? 1.0 - sqrt(1.0 - f) : sqrt(f)));
-        cut[t] = c < cut[t - 1] ? cut[t - 1] : c > ld ? ld : c;
-    }
-    cut[bands] = ld;
-}
-
-int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
-                 int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc)
+static int gram_mem_open(ds_ctx *ctx, int64_t ld, int64_t tile, int threads, gram_mem *gm)
 {
     const size_t huge = (size_t)2 << 20;
-    threads = threads < 1 ? 1 : threads > MAX_GRAM_THREADS ? MAX_GRAM_THREADS : threads;
-    // One block holds each thread's Gram (thread 0 uses acc) and tile, 2 MB-aligned and advised for
-    // transparent huge pages, so that the threads' first touches fault 2 MB at a time and not 4 KB.
-    const size_t per = (((size_t)(ld * ld + tile * ld) * sizeof(double) + huge - 1) / huge) * huge;
-    double *Wt = weights_t(W, n, K), *G[MAX_GRAM_THREADS] = {NULL};
-    char *block = Wt ? aligned_alloc(huge, per * (size_t)threads) : NULL;
-    if (!block) {
-        free(Wt);
+    const size_t doubles = (size_t)(ld * ld + tile * ld + ld * (ld + 1));
+    gm->per = ((doubles * sizeof(double) + huge - 1) / huge) * huge;
+    gm->base = aligned_alloc(huge, gm->per * (size_t)threads);
+    if (!gm->base)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the Gram of H (%d threads of %.0f MB)",
-                       threads, (double)per / 1e6);
-    }
-    (void)madvise(block, per * (size_t)threads, MADV_HUGEPAGE);  // a hint: no huge pages is no error
-    gram_job job[MAX_GRAM_THREADS];
-    for (int t = 0; t < threads; t++) {
-        int64_t a = rows * t / threads, b = rows * (t + 1) / threads;
-        G[t] = t == 0 ? acc : (double *)(block + per * (size_t)t);
-        double *tl = (double *)(block + per * (size_t)t) + ld * ld;
-        job[t] = (gram_job){{tl, X, Wt, y, 0, 0, n, K, outputs, ld}, W, G[t], t > 0, a, b - a, tile};
-    }
-    const double t0 = MPI_Wtime();
-    const int blas_threads = openblas_get_num_threads();
-    int one_threads = ld / 64 < 1 ? 1 : ld / 64 < ctx_cores(ctx) ? (int)(ld / 64) : ctx_cores(ctx);
-    openblas_set_num_threads(threads > 1 ? 1 : one_threads < blas_threads ? one_threads : blas_threads);
-    run_jobs(gram_run, job, sizeof job[0], threads);
-    openblas_set_num_threads(blas_threads);
-    const double t1 = MPI_Wtime();
-    int64_t cut[MAX_GRAM_THREADS + 1];
-    sum_job sj[MAX_GRAM_THREADS];
-    if (threads > 1) {  // the Grams summed into acc in thread order, over row bands of equal work
-        triangle_bands(ld, threads, 1, cut);
-        for (int t = 0; t < threads; t++)
-            sj[t] = (sum_job){acc, G + 1, threads - 1, ld, cut[t], cut[t + 1]};
-        run_jobs(sum_run, sj, sizeof sj[0], threads);
-    }
-    const double t2 = MPI_Wtime();
-    triangle_bands(ld, threads, 0, cut);
-    for (int t = 0; t < threads; t++)
-        sj[t] = (sum_job){acc, NULL, 0, ld, cut[t], cut[t + 1]};
-    run_jobs(mirror_run, sj, sizeof sj[0], threads);
-    const char *trace = getenv("DSOLVE_TRACE");
-    if (trace && *trace && strcmp(trace, "0") != 0)
-        fprintf(stderr, "trace: ann gram rank %d/%d (cpu): %lld rows, %d threads, tiles of %lld rows; tiles and DSYRK "
-                "%.4f s, sum %.4f s, mirror %.4f s\n", ctx->rank, ctx->nranks, (long long)rows, threads,
-                (long long)tile, t1 - t0, t2 - t1, MPI_Wtime() - t2);
-    free(block), free(Wt);
+                       threads, (double)gm->per / 1e6);
+    (void)madvise(gm->base, gm->per * (size_t)threads, MADV_HUGEPAGE);  // a hint: no huge pages is no error
     return DS_OK;
 }
 
-static int cpu_forward_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
-                            const double *y, int64_t outputs, int64_t ld, double *acc)
+int ann_cpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                        const double *y, int64_t outputs, int64_t ld, const ann_fix *fx, int threads, double *dig)
 {
-    int64_t tile = GRAM_TILE_BYTES / (ld * (int64_t)sizeof(double));
-    tile = tile < 64 ? 64 : tile > INT_MAX ? INT_MAX : tile;
-    const int64_t per_thread = (ld * ld + tile * ld) * (int64_t)sizeof(double);
-    int threads = ctx_cores(ctx) < MAX_GRAM_THREADS ? ctx_cores(ctx) : MAX_GRAM_THREADS;
-    if ((int64_t)threads * per_thread > GRAM_MAX_BYTES)
-        threads = 1;
-    if (rows < tile * threads)  // a share of at least one tile
-        threads = rows / tile > 1 ? (int)(rows / tile) : 1;
-    return ann_cpu_gram(ctx, X, rows, n, W, K, y, outputs, ld, threads, tile, acc);
+    const int64_t blocks = (rows + fx->block - 1) / fx->block, tile = gram_tile_rows(ld, fx->block);
+    threads = threads < 1 ? 1 : threads > MAX_GRAM_THREADS ? MAX_GRAM_THREADS : threads;
+    threads = blocks < threads ? (blocks > 0 ? (int)blocks : 1) : threads;
+    double *Wt = weights_t(W, n, K), *own[MAX_GRAM_THREADS] = {NULL};
+    gram_mem gm = {NULL, 0};
+    int rc = Wt ? gram_mem_open(ctx, ld, tile, threads, &gm) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc != DS_OK) {
+        free(Wt);
+        return rc;
+    }
+    gram_job job[MAX_GRAM_THREADS];
+    for (int t = 0; t < threads; t++) {
+        double *P = (double *)(gm.base + gm.per * (size_t)t), *tl = P + ld * ld;
+        own[t] = t == 0 ? dig : tl + tile * ld;
+        job[t] = (gram_job){{tl, X, Wt, y, 0, 0, n, K, outputs, ld}, W, fx, P, own[t], t > 0, rows, tile, t, threads};
+    }
+    const double t0 = MPI_Wtime();
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    run_jobs(gram_run, job, sizeof job[0], threads);
+    openblas_set_num_threads(blas_threads);
+    const double t1 = MPI_Wtime();
+    sum_job sj[MAX_GRAM_THREADS];
+    const int64_t len = ld * (ld + 1);
+    for (int t = 0; t < threads; t++)  // the threads' digits into dig, over equal shares of its entries
+        sj[t] = (sum_job){dig, own + 1, threads - 1, len * t / threads, len * (t + 1) / threads};
+    if (threads > 1)
+        run_jobs(sum_run, sj, sizeof sj[0], threads);
+    const char *trace = getenv("DSOLVE_TRACE");
+    if (trace && *trace && strcmp(trace, "0") != 0)
+        fprintf(stderr, "trace: ann gram rank %d/%d (cpu): %lld rows in %lld blocks, %d threads, tiles of %lld rows; "
+                "tiles, DSYRK and digits %.4f s, sum %.4f s\n", ctx->rank, ctx->nranks, (long long)rows,
+                (long long)blocks, threads, (long long)tile, t1 - t0, MPI_Wtime() - t1);
+    free(gm.base), free(Wt);
+    return DS_OK;
+}
+
+static int64_t cpu_gram_scratch(int64_t ld, int64_t block)
+{
+    return 0;  // the op takes host memory of its own, by its thread count
+}
+
+static int cpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                           const double *y, int64_t outputs, int64_t ld, const ann_fix *fx, double *scratch,
+                           double *dig)
+{
+    const int64_t per_thread = (2 * ld * ld + gram_tile_rows(ld, fx->block) * ld) * (int64_t)sizeof(double);
+    int64_t threads = ctx_cores(ctx) < MAX_GRAM_THREADS ? ctx_cores(ctx) : MAX_GRAM_THREADS;
+    threads = threads * per_thread > GRAM_MAX_BYTES ? GRAM_MAX_BYTES / per_thread : threads;
+    return ann_cpu_gram_digits(ctx, X, rows, n, W, K, y, outputs, ld, fx, threads > 1 ? (int)threads : 1, dig);
+}
+
+static int cpu_gram_join(ds_ctx *ctx, const double *dig, int64_t ld, const ann_fix *fx, double *S)
+{
+    const int64_t tri = ld * (ld + 1) / 2;
+    for (int64_t i = 0, at = 0; i < ld; i++)
+        for (int64_t j = i; j < ld; j++, at++)
+            S[i * ld + j] = S[j * ld + i] =
+                exactsum_join(dig[at], dig[tri + at], fx->s0 * fx->col[i] * fx->col[j], fx->lo);
+    return DS_OK;
 }
 
 static int cpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
@@ -365,13 +384,6 @@ static int cpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, in
 {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)outputs, (int)(K + 1), 1.0, H, (int)ld, V,
                 (int)outputs, 0.0, P, (int)outputs);
-    return DS_OK;
-}
-
-static int cpu_add(ds_ctx *ctx, double *dst, const double *src, int64_t count)
-{
-    for (int64_t i = 0; i < count; i++)
-        dst[i] += src[i];
     return DS_OK;
 }
 
@@ -434,8 +446,9 @@ const ann_ops ann_ops_cpu = {
     .fit_scratch = cpu_fit_scratch,
     .fit = cpu_fit,
     .forward = cpu_forward,
-    .forward_gram = cpu_forward_gram,
+    .gram_scratch = cpu_gram_scratch,
+    .gram_digits = cpu_gram_digits,
+    .gram_join = cpu_gram_join,
     .output = cpu_output,
-    .add = cpu_add,
     .solve = cpu_solve,
 };

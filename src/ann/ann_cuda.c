@@ -1,6 +1,7 @@
 // ann_cuda.c: the network's operations on the CUDA backend: cuBLAS strided-batched products and
 // cuSOLVER batched Cholesky for the hidden fits (a few launches for all of a round's neurons), cuBLAS
-// for H and the output, cuSOLVER potrf/potrs (syevd when Cholesky fails) for the output layer.
+// for H, its Gram by blocks and the output, cuSOLVER potrf/potrs (syevd when Cholesky fails) for the
+// output layer.
 #include <cusolverDn.h>
 #include <math.h>
 
@@ -149,9 +150,53 @@ static int gpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, in
     return DS_OK;
 }
 
-static int gpu_add(ds_ctx *ctx, double *dst, const double *src, int64_t count)
+// ---------------------------------------------------------------------------------------------------
+// The output Gram by blocks (ann_ops.gram_digits): a block's H is formed a unit at a time (gpu_unit_rows,
+// by ld and the block alone) and each unit's DSYRK added into the block's Gram P, then one kernel splits
+// P's upper triangle into the digits. cuBLAS picks its kernel by shape, so a unit of the same shape gives
+// the same bits on any rank and in any chunk. Everything is queued: no wait, no allocation (the scratch,
+// a unit of H and P, is the caller's).
+
+enum { UNIT_BYTES = 256 << 20 };
+
+static int64_t gpu_unit_rows(int64_t ld, int64_t block)
 {
-    CUDA_CHECK(ctx, ds_k_ann_add(dst, src, count, state(ctx)->stream));
+    int64_t u = block;
+    while (u > 64 && u * ld * (int64_t)sizeof(double) > UNIT_BYTES)
+        u = (u + 1) / 2;
+    return u;
+}
+
+static int64_t gpu_gram_scratch(int64_t ld, int64_t block)
+{
+    return gpu_unit_rows(ld, block) * ld + ld * ld;
+}
+
+static int gpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                           const double *y, int64_t outputs, int64_t ld, const ann_fix *fx, double *scratch,
+                           double *dig)
+{
+    cuda_state *st = state(ctx);
+    const int64_t unit = gpu_unit_rows(ld, fx->block);
+    double *H = scratch, *P = scratch + unit * ld;
+    const double one = 1.0, zero = 0.0;
+    for (int64_t b0 = 0; b0 < rows; b0 += fx->block) {
+        const int64_t b1 = b0 + fx->block < rows ? b0 + fx->block : rows;
+        for (int64_t r = b0; r < b1; r += unit) {
+            const int64_t nr = b1 - r < unit ? b1 - r : unit;
+            DS_CHECK(gpu_forward(ctx, X + r * n, nr, n, W, K, y + r, outputs, H, ld));
+            // P's column-major lower triangle: its row-major upper, as ds_k_ann_split reads it.
+            CUBLAS_CHECK(ctx, cublasDsyrk(st->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, (int)ld, (int)nr, &one, H,
+                                          (int)ld, r == b0 ? &zero : &one, P, (int)ld));
+        }
+        CUDA_CHECK(ctx, ds_k_ann_split(P, ld, fx->col, fx->s0, fx->lo, dig, st->stream));
+    }
+    return DS_OK;
+}
+
+static int gpu_gram_join(ds_ctx *ctx, const double *dig, int64_t ld, const ann_fix *fx, double *S)
+{
+    CUDA_CHECK(ctx, ds_k_ann_join(dig, ld, fx->col, fx->s0, fx->lo, S, state(ctx)->stream));
     return DS_OK;
 }
 
@@ -248,7 +293,9 @@ const ann_ops ann_ops_cuda = {
     .fit_scratch = gpu_fit_scratch,
     .fit = gpu_fit,
     .forward = gpu_forward,
+    .gram_scratch = gpu_gram_scratch,
+    .gram_digits = gpu_gram_digits,
+    .gram_join = gpu_gram_join,
     .output = gpu_output,
-    .add = gpu_add,
     .solve = gpu_solve,
 };

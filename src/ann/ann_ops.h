@@ -1,6 +1,6 @@
 // ann_ops.h: the operations the network needs from a backend (ann_cpu.c, ann_cuda.c define them;
 // ds_backend.ann reaches them).
-// provides: ann_ops, ann_cpu_gram
+// provides: ann_fix, ann_ops, ann_cpu_gram_digits
 #ifndef DS_ANN_OPS_H
 #define DS_ANN_OPS_H
 
@@ -8,6 +8,14 @@
 #include <stdint.h>
 
 #include "core/ctx.h"
+
+// The fixed point of the output Gram's digits (core/exactsum.h; ann_gram.h): entry (i, j) of the Gram
+// is held at scale s0·col[i]·col[j] (powers of two, so the product is exact) with low-digit factor lo.
+typedef struct ann_fix {
+    int64_t block;      // rows a block (ann_block_rows)
+    double s0, lo;
+    const double *col;  // [ld], backend memory
+} ann_fix;
 
 // The operations the algorithm needs beyond ds_backend, for each backend. Pointers are backend memory
 // unless said otherwise; every call is queued on the backend's queue.
@@ -43,16 +51,22 @@ typedef struct ann_ops {
     // one-hot of the labels y (outputs C); with y NULL only the first K + 1 columns are written.
     int (*forward)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
                    const double *y, int64_t outputs, double *H, int64_t ld);
-    // Optional (NULL: output_gram forms H in chunks by forward and sums be->gram's): acc[0 .. ld·ld),
-    // zero on entry, = HᵀH (full symmetric) for H = forward(X, rows, n, W, K, y, outputs) of width ld,
-    // without storing H. acc's other entries are left alone.
-    int (*forward_gram)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
-                        const double *y, int64_t outputs, int64_t ld, double *acc);
+    // Doubles of backend scratch that gram_digits takes for a Gram of width ld in blocks of block rows.
+    int64_t (*gram_scratch)(int64_t ld, int64_t block);
+    // dig += the digits of the Gram of [H 1 T] (H = forward(X, rows, n, W, K, y, outputs) of width ld) of
+    // each block of fx->block rows of X (rows × n from a block's first row; only the set's last block
+    // may be short). dig: the packed upper triangle, ann_tri(ld) = tri entries (i ≤ j, row by row): the
+    // high digits in [0, tri), the low ones in [tri, 2·tri), at fx's scales. A block's Gram is formed the
+    // same way whatever rows come before or after it in X, so its digits are the same bits on any rank
+    // and in any chunk; and digits add exactly.
+    int (*gram_digits)(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                       const double *y, int64_t outputs, int64_t ld, const ann_fix *fx, double *scratch,
+                       double *dig);
+    // S (ld × ld, row-major, full symmetric) = the sums that the digits dig (gram_digits' layout) stand for.
+    int (*gram_join)(ds_ctx *ctx, const double *dig, int64_t ld, const ann_fix *fx, double *S);
     // P (rows × outputs) = H[:, :K+1] · V (V: (K+1) × outputs, row-major).
     int (*output)(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
                   int64_t outputs, double *P);
-    // dst[i] += src[i].
-    int (*add)(ds_ctx *ctx, double *dst, const double *src, int64_t count);
     // S = [HᵀH HᵀT; …] (ld × ld, row-major, full symmetric, K1 = K + 1 ≤ ld, T in columns K1 ..
     // K1 + outputs − 1). Solves (HᵀH + λI)·V = HᵀT into V (K1 × outputs, row-major) by Cholesky; when
     // that fails, by a symmetric eigendecomposition that drops eigenvalues below a relative cutoff.
@@ -61,9 +75,9 @@ typedef struct ann_ops {
                  char *route, size_t route_len);
 } ann_ops;
 
-// The CPU's forward_gram with its thread count and tile (rows) given (the op chooses them from the
-// rank's cores and the Grams' memory); for the tests.
-int ann_cpu_gram(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K, const double *y,
-                 int64_t outputs, int64_t ld, int threads, int64_t tile, double *acc);
+// The CPU's gram_digits on the given number of threads (the op takes the rank's cores, as many as the
+// blocks and the Grams' memory allow); for the tests: the digits do not depend on it.
+int ann_cpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
+                        const double *y, int64_t outputs, int64_t ld, const ann_fix *fx, int threads, double *dig);
 
 #endif

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/data.h"
 #include "core/rng.h"
 
 #define ANN_STREAM ((uint64_t)0x414E4E0000000000ull)  // rng stream of neuron k's subset: ANN_STREAM + k
@@ -177,10 +176,10 @@ int ann_rows_open(ds_ctx *ctx, const ann_dev *dv, int64_t S, int64_t nb_max, int
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory routing rows");
     for (int r = 0; r < p; r++) {
         int64_t rn;
-        data_partition(dv->m, p, r, &rw->start[r], &rn);
+        data_split(dv->block_rows, dv->m, p, r, &rw->start[r], &rn);
     }
     rw->start[p] = dv->m;
-    DS_ASSERT(rw->start[ctx->rank] == dv->row0);  // the rows are blocked as data_partition blocks them
+    DS_ASSERT(rw->start[ctx->rank] == dv->row0);  // the rows are split as data_split splits them
     DS_CHECK(be->alloc(ctx, &rw->L_d, (size_t)(nbm * S) * sizeof(int64_t)));
     if (p == 1)
         return DS_OK;

@@ -6,11 +6,13 @@
 
 #include "ann/ann_ops.h"
 #include "ann/ann_types.h"
+#include "core/data.h"
 
 typedef struct ann_dev {  // the backend buffers of a training run
     const ds_mat *X;  // streamed: its shape only
     const double *z;  // [rows]: hidden targets (regression) or labels; streamed: NULL
     int64_t row0, m;
+    int64_t (*block_rows)(int64_t m);  // how the rows are split over the ranks (ds_data.block_rows)
     // Streamed X (ann_stream.c), else NULL: gathers rows (x, 1, z) of local rows idx (backend memory,
     // count) into dst as ann_ops.gather_fit_rows does, by a pass over the row source.
     int (*gather)(ds_ctx *ctx, void *arg, const int64_t *idx, int64_t count, double *dst);

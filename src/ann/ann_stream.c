@@ -10,7 +10,6 @@
 
 #include "ann/ann_io.h"
 #include "h5io.h"
-#include "solve/solve_ops.h"
 
 // ---------------------------------------------------------------------------------------------------
 // Sources
@@ -137,16 +136,15 @@ static void source_feed(ann_source *src, int mode)
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Targets: y's least, largest and sum in row order (ann_y_stats' expressions, so the in-memory bits),
-// read alone from the file in blocks of a chunk's rows.
+// Targets: y's least and largest (ann_y_stats'), read alone from the file in blocks of a chunk's rows.
 
-static int targets_stats_file(ds_ctx *ctx, ann_source *src, const ds_data *d, int classes, double st[4])
+static int targets_stats_file(ds_ctx *ctx, ann_source *src, const ds_data *d, int classes, double st[2])
 {
     const ann_feed *f = src->feed;
     const int64_t ch = src->rows.chunk_rows, rows = d->X.rows;
     double *buf = malloc((size_t)ch * sizeof(double));
     int rc = buf ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    double lo = INFINITY, hi = -INFINITY;
     for (int64_t r = 0; rc == DS_OK && r < rows; r += ch) {
         const int64_t nr = rows - r < ch ? rows - r : ch;
         ctx_beat(ctx, src->rows.phase);
@@ -156,9 +154,9 @@ static int targets_stats_file(ds_ctx *ctx, ann_source *src, const ds_data *d, in
         if (rc == DS_OK)
             rc = ann_targets_bad(ctx, d->source, d->row0 + r, buf, nr, classes);
         for (int64_t i = 0; rc == DS_OK && i < nr; i++)
-            lo = buf[i] < lo ? buf[i] : lo, hi = buf[i] > hi ? buf[i] : hi, sum += buf[i];
+            lo = buf[i] < lo ? buf[i] : lo, hi = buf[i] > hi ? buf[i] : hi;
     }
-    st[0] = lo, st[1] = hi, st[2] = sum, st[3] = (double)rows;
+    st[0] = lo, st[1] = hi;
     free(buf);
     return rc;
 }
@@ -166,7 +164,7 @@ static int targets_stats_file(ds_ctx *ctx, ann_source *src, const ds_data *d, in
 int ann_stream_targets(ds_ctx *ctx, ann_stream *st, const ds_data *d, int classes, ann_model *m, ann_ymap *t)
 {
     ann_source *src = &st->train;
-    double s[4];
+    double s[2];
     int rc = DS_OK;
     if (src->feed) {
         rc = targets_stats_file(ctx, src, d, classes, s);
@@ -263,55 +261,32 @@ static int stream_gather(ds_ctx *ctx, void *arg, const int64_t *idx, int64_t cou
 
 void ann_stream_dev(ann_stream *st, const ds_data *d, ann_dev *dv)
 {
-    *dv = (ann_dev){.X = &d->X, .z = NULL, .row0 = d->row0, .m = d->rows_global, .gather = stream_gather,
-                    .gather_arg = st};
+    *dv = (ann_dev){.X = &d->X, .z = NULL, .row0 = d->row0, .m = d->rows_global, .block_rows = d->block_rows,
+                    .gather = stream_gather, .gather_arg = st};
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The Gram of [H 1 T], chunk by chunk as ann.c's gram_rows takes them in memory (the first chunk's
-// straight into acc, the others through tmp): with chunks of the same rows, the same bits.
+// The Gram of [H 1 T]: each chunk's digits (whole blocks: the same bits as in memory, ann_gram.h).
 
-int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const double *Wd, int64_t ld, int64_t gsize,
-                    double *acc)
+int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const double *Wd, int64_t ld, const ann_fix *fx,
+                    double *scratch, double *dig)
 {
     const ds_backend *be = ctx->be;
-    const ann_ops *ops = be->ann;
     ds_rows *s = &st->train.rows;
-    const int64_t n = s->cols, K = m->neurons, C = m->outputs;
-    void *tmp = NULL, *H = NULL;
-    int rc = be->alloc(ctx, &tmp, (size_t)gsize * sizeof(double));
-    if (rc == DS_OK && !ops->forward_gram)
-        rc = be->alloc(ctx, &H, (size_t)(s->chunk_rows * ld) * sizeof(double));
-    if (rc == DS_OK)
-        rc = be->fill(ctx, acc, gsize, 0.0);
+    DS_ASSERT(s->chunk_rows % fx->block == 0);
+    int rc = be->fill(ctx, dig, 2 * ld * (ld + 1) / 2, 0.0);
     source_feed(&st->train, ANN_FEED_TC);
     if (rc == DS_OK)
         rc = rows_begin(ctx, s);
-    for (int fresh = 1; rc == DS_OK; fresh = 0) {
+    while (rc == DS_OK) {
         ds_mat X;
         const double *tc = NULL;
         rc = rows_next(ctx, s, &X, &tc);
         if (rc != DS_OK || X.rows == 0)
             break;
-        double *out = fresh ? acc : tmp;
-        if (ops->forward_gram) {
-            rc = be->fill(ctx, out, gsize, 0.0);
-            if (rc == DS_OK)
-                rc = ops->forward_gram(ctx, X.data, X.rows, n, Wd, K, tc, C, ld, out);
-        } else {
-            rc = ops->forward(ctx, X.data, X.rows, n, Wd, K, tc, C, H, ld);
-            ds_mat Hm = {H, X.rows, ld, 0};
-            if (rc == DS_OK)
-                rc = be->solve->gram(ctx, &Hm, tc, out);
-        }
-        if (rc == DS_OK && !fresh)
-            rc = ops->add(ctx, acc, tmp, gsize);
+        rc = be->ann->gram_digits(ctx, X.data, X.rows, s->cols, Wd, m->neurons, tc, m->outputs, ld, fx, scratch, dig);
     }
     const int end = rows_end(ctx, s);
-    if (tmp)
-        be->free(ctx, tmp);
-    if (H)
-        be->free(ctx, H);
     return rc != DS_OK ? rc : end;
 }
 

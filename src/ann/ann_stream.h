@@ -63,10 +63,10 @@ void ann_stream_close(ds_ctx *ctx, ann_stream *st);
 int ann_stream_targets(ds_ctx *ctx, ann_stream *st, const ds_data *d, int classes, ann_model *m, ann_ymap *t);
 // The hidden layer's view of the streamed training set: d's shape, rows gathered by passes.
 void ann_stream_dev(ann_stream *st, const ds_data *d, ann_dev *dv);
-// acc (gsize) = the rank's Gram of [H 1 T] (width ld) over its rows, chunk by chunk as in memory. Not
-// collective.
-int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const double *Wd, int64_t ld, int64_t gsize,
-                    double *acc);
+// dig (2·ann_tri(ld)) = the digits of the rank's Gram of [H 1 T] (width ld) over its rows, the chunks'
+// (whole blocks of fx->block rows) by ann_ops.gram_digits with scratch. Not collective.
+int ann_stream_gram(ds_ctx *ctx, ann_stream *st, const ann_model *m, const double *Wd, int64_t ld, const ann_fix *fx,
+                    double *scratch, double *dig);
 // ann_predict over a streamed set: the metrics (has_y) over all ranks; with tmp (ann_predictions_begin's
 // file), the outputs written into it as they are made. Collective.
 int ann_stream_predict(ds_ctx *ctx, const ann_model *m, ann_source *src, const char *source, int has_y,
@@ -76,8 +76,8 @@ int ann_stream_predict(ds_ctx *ctx, const ann_model *m, ann_source *src, const c
 // H chunk of width ld within o's memory bound, the targets' statistics and checks, the metrics' sums
 // (ann_predict.c).
 int64_t ann_chunk_rows(const ds_ctx *ctx, const ann_opts *o, int64_t ld, int64_t rows);
-void ann_y_stats(const double *y, int64_t rows, double st[4]);  // least, largest, sum, count
-int ann_ymap_agree(ds_ctx *ctx, const char *source, const double st[4], int classes, ann_ymap *t, ann_model *m);
+void ann_y_stats(const double *y, int64_t rows, double st[2]);  // least, largest
+int ann_ymap_agree(ds_ctx *ctx, const char *source, const double st[2], int classes, ann_ymap *t, ann_model *m);
 // DS_ERR_INPUT naming source and the global row (row0 + i) of the first y not finite or not a class.
 int ann_targets_bad(ds_ctx *ctx, const char *source, int64_t row0, const double *y, int64_t rows, int classes);
 void ann_metrics_sum1(const ann_model *m, const double *P, const double *y, int64_t rows, double s[3],

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ann/ann.h"
+#include "ann/ann_gram.h"
 #include "bench/bench.h"
 #include "core/data.h"
 
@@ -114,6 +115,7 @@ static int ann_on(bench_run *b, ds_ctx *ctx, const ann_shape *s, int reps, doubl
     ann_model m;
     memset(&d, 0, sizeof d);
     memset(&m, 0, sizeof m);
+    d.block_rows = ann_block_rows;  // the training set's ranks hold whole blocks (ann_gram.h)
     int rc = bench_agree(b, ctx, data_gen_lsq(ctx, &p, 0, &d));
     p.seed = 1;
     if (rc == DS_OK)

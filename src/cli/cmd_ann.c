@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ann/ann.h"
+#include "ann/ann_gram.h"
 #include "ann/ann_io.h"
 #include "cli/cmd_ann_stream.h"
 #include "cli/cmds.h"
@@ -73,7 +74,7 @@ static int ann_parse_ckpt(ann_run *r, ds_msg *msg)
 {
     const ds_args *a = &r->args;
     r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
-                      .every = opts_double(a, "checkpoint-every"), .what = "ann"};
+                      .every = opts_double(a, "checkpoint-every"), .format = ANN_CKPT_FORMAT, .what = "ann"};
     if (!r->ck.path && !r->ck.restart)
         return DS_OK;
     if (opts_int(a, "repeat") > 1)
@@ -116,7 +117,8 @@ static int ann_parse(int argc, char **argv, ann_run *r, ds_msg *msg)
 
 // What a checkpoint must belong to: the training set (its source, datasets and size; the built-in
 // problem's rows, columns, seed and noise) and every setting of the training. Not the rank count, nor
-// --memory-mb (it moves the chunks' bounds: a restart with another one agrees to rounding, not bitwise).
+// --memory-mb: the Gram's sums are exact over fixed blocks (ann_gram.h), so a restart with either
+// changed gives the uninterrupted run's bits.
 static uint64_t ann_fingerprint(const ann_run *r)
 {
     const ds_args *a = &r->args;
@@ -142,7 +144,8 @@ static ann_weights ann_weigh(const ds_ctx *ctx, const ann_run *r, const ds_data 
     return (ann_weights){.fixed = (3 * gsize + 2.0 * (double)(K * (n + 1)) + (double)ld) * 8.0,
                          .row_extra = 16.0 + 8.0 * (double)C, .least = fmax(neuron, 8.0 * (double)ld * 8.0),
                          .budget = r->o.budget_bytes, .budget0 = ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30,
-                         .ld = ld, .what = "the network's neurons"};
+                         .ld = ld, .block = d->block_rows ? d->block_rows(d->rows_global) : 0,
+                         .what = "the network's neurons"};
 }
 
 // What streaming does not do yet, before anything is read. Collective callers agree on it.
@@ -164,10 +167,10 @@ static int ann_stream_refuse(ds_ctx *ctx, const ann_run *r, const char *why)
 static int ann_builtin_fits(ds_ctx *ctx, ann_run *r)
 {
     const ds_args *a = &r->args;
-    ds_data shape = {.X = {.cols = opts_int(a, "cols")}, .rows_global = opts_int(a, "rows")};
-    if (shape.rows_global < ctx->nranks)
+    ds_data shape = {.X = {.cols = opts_int(a, "cols")}, .block_rows = ann_block_rows};
+    if (opts_int(a, "rows") < ctx->nranks)
         return DS_OK;  // data_gen_lsq says so
-    data_partition(shape.rows_global, ctx->nranks, ctx->rank, &shape.row0, &shape.X.rows);
+    data_place(ctx, &shape, opts_int(a, "rows"));
     const ann_weights w = ann_weigh(ctx, r, &shape);
     DS_CHECK(ann_cli_plan(ctx, a, &shape, &w, &r->plan));
     return r->plan.stream ? ann_stream_refuse(ctx, r, "the built-in problem") : DS_OK;
@@ -179,6 +182,7 @@ static int ann_load_set(ds_ctx *ctx, ann_run *r, const char *path, ds_data *d, a
 {
     const ds_args *a = &r->args;
     const char *x = opts_str(a, "x-dataset"), *y = opts_str(a, r->o.classes ? "labels" : "y-dataset");
+    d->block_rows = train ? NULL : ann_block_rows;  // the training set's ranks hold whole blocks (ann_gram.h)
     DS_CHECK(ann_cli_probe(ctx, path, x, y, r->o.classes, d));
     const ann_weights w = ann_weigh(ctx, r, train ? &r->train : d);
     DS_CHECK(ann_cli_plan(ctx, a, d, &w, p));
@@ -201,6 +205,7 @@ static int ann_load(ds_ctx *ctx, ann_run *r)
         ann_plan tp;
         return r->has_test ? ann_load_set(ctx, r, opts_str(a, "test"), &r->test, &r->st.test, &tp, &r->plan) : DS_OK;
     }
+    r->train.block_rows = ann_block_rows;
     if (opts_given(a, "idx")) {
         DS_CHECK(data_load_idx(ctx, opts_str(a, "idx"), "train", &r->train));
         r->has_test = 1;

@@ -19,14 +19,18 @@ static double plan_budget(const rows_caps *caps, const ann_weights *w)
 
 static int plan_fail(ds_ctx *ctx, const rows_caps *caps, const char *cap_name, const ds_data *d, const ann_weights *w)
 {
-    double least[2];  // with --memory-mb's budget when given, else the least one
+    double least[2];  // with --memory-mb's budget when given, else the least one; chunks of 8 rows
     rows_chunk_for(ctx, caps, d->X.rows, d->X.cols, 0, w->fixed + (w->budget > 0 ? (double)w->budget : w->least), 0,
                    least);
+    const int64_t rows = w->block > 0 ? w->block : ROWS_MIN_CHUNK;
+    const double more = (double)rows / ROWS_MIN_CHUNK;  // the chunks' share of the minimum, for rows rows
+    least[0] = least[0] + (more - 1) * (least[0] - w->fixed - (w->budget > 0 ? (double)w->budget : w->least));
+    least[1] *= more;
     const int host = least[1] > caps->host;
-    return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s %.4g MB is below the working minimum of %.4g MB for %s (%s)",
+    return ds_fail(&ctx->msg, DS_ERR_USAGE, "%s %.4g MB is below the working minimum of %.4g MB for %s (%s%lld rows)",
                    host ? "--host-memory" : cap_name, (host ? caps->host : caps->backend) / 1e6,
                    (host ? least[1] : least[0]) / 1e6 + 0.0005, w->what,
-                   host ? "two pinned chunks of 8 rows" : "the network's buffers and two chunks of 8 rows");
+                   host ? "two pinned chunks of " : "the network's buffers and two chunks of ", (long long)rows);
 }
 
 int ann_cli_plan(ds_ctx *ctx, const ds_args *a, const ds_data *d, const ann_weights *w, ann_plan *p)
@@ -41,10 +45,14 @@ int ann_cli_plan(ds_ctx *ctx, const ds_args *a, const ds_data *d, const ann_weig
     if (in_memory > caps.backend) {
         budget = (int64_t)plan_budget(&caps, w);
         double least[2];
-        chunk = rows_chunk_for(ctx, &caps, d->X.rows, d->X.cols, 0, w->fixed + (double)budget, 0, least);
-        const int64_t h = budget / (w->ld * (int64_t)sizeof(double));  // ann_chunk_rows' H chunk: the same bits
-        chunk = chunk < h ? chunk : h > ROWS_MIN_CHUNK ? h : ROWS_MIN_CHUNK;
-        if (chunk < ROWS_MIN_CHUNK)
+        const int64_t b = w->block > 0 ? w->block : 1, rows = (d->X.rows + b - 1) / b * b;  // whole blocks
+        chunk = rows_chunk_for(ctx, &caps, rows > b ? rows : b, d->X.cols, 0, w->fixed + (double)budget, 0, least);
+        const int64_t h = budget / (w->ld * (int64_t)sizeof(double));  // ann_chunk_rows' H chunk
+        const int64_t fewest = w->block > 0 ? w->block : ROWS_MIN_CHUNK;
+        chunk = chunk < h ? chunk : h > fewest ? h : fewest;
+        if (w->block > 0)  // whole blocks, for the Gram's exact sums (ann_gram.h)
+            chunk = chunk / w->block * w->block;
+        if (chunk < fewest)
             rc = plan_fail(ctx, &caps, cap_name, d, w);
         // The rounds of hidden fits come before the Gram's buffers: all that the chunks leave, less a margin
         // for the gathers' row lists (a sixth of a round's rows).
@@ -58,8 +66,8 @@ int ann_cli_plan(ds_ctx *ctx, const ds_args *a, const ds_data *d, const ann_weig
     int64_t v[5] = {chunk > 0, chunk > 0 ? -chunk : INT64_MIN, budget > 0 ? -budget : INT64_MIN,
                     hidden > 0 ? -hidden : INT64_MIN, -host};
     MPI_Allreduce(MPI_IN_PLACE, v, 5, MPI_INT64_T, MPI_MAX, ctx->comm);
-    *p = (ann_plan){.stream = v[0] > 0, .chunk = v[0] > 0 ? -v[1] : 0, .budget = v[0] > 0 ? -v[2] : 0,
-                    .hidden = v[0] > 0 ? -v[3] : 0, .fixed = w->fixed};
+    *p = (ann_plan){.stream = v[0] > 0, .chunk = v[0] > 0 ? -v[1] : 0, .block = w->block,
+                    .budget = v[0] > 0 ? -v[2] : 0, .hidden = v[0] > 0 ? -v[3] : 0, .fixed = w->fixed};
     p->from_memory = p->stream && v[4] == -1;
     return DS_OK;
 }
@@ -68,30 +76,47 @@ int ann_cli_probe(ds_ctx *ctx, const char *path, const char *xname, const char *
 {
     if (!classes || !yname)
         return data_probe_lsq(ctx, path, xname, yname, 0, d);
+    int64_t (*block_rows)(int64_t) = d->block_rows;
     memset(d, 0, sizeof *d);
+    d->block_rows = block_rows;
     h5io_lsq_info info = {0};
     int rc = h5io_probe_labelled(path, xname, yname, &info, &ctx->msg);
     if (rc == DS_OK && info.rows < ctx->nranks)
         rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: dataset /%s has %lld rows, fewer than the %d ranks", path, xname,
                      (long long)info.rows, ctx->nranks);
     DS_CHECK(ctx_agree(ctx, rc));
-    d->rows_global = info.rows;
     d->X.cols = info.cols;
-    data_partition(info.rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    data_place(ctx, d, info.rows);
     snprintf(d->source, sizeof d->source, "%s", path);
+    return DS_OK;
+}
+
+// Short pinned memory may have halved a source's chunks (rows_open): whole blocks again, as the plan made
+// them (the buffers hold more).
+static int open_blocks(ds_ctx *ctx, const ann_plan *p, ann_source *src, int rc)
+{
+    if (rc != DS_OK || p->block == 0)
+        return rc;
+    src->rows.chunk_rows = src->rows.chunk_rows / p->block * p->block;
+    if (src->rows.chunk_rows == 0)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "pinned host memory too short for two chunks of a row block (%lld "
+                       "rows)", (long long)p->block);
     return DS_OK;
 }
 
 int ann_cli_open(ds_ctx *ctx, const ann_plan *p, const char *path, const char *xname, const char *yname, int classes,
                  ds_data *d, ann_source *src, const char *phase)
 {
+    int rc;
     if (p->from_memory && !classes) {
         d->host = 1;
         DS_CHECK(data_load_lsq(ctx, path, xname, yname, 0, d));
-        return ctx_agree(ctx, ann_source_open_memory(ctx, src, d, p->chunk, phase));
+        rc = ann_source_open_memory(ctx, src, d, p->chunk, phase);
+    } else {
+        rc = ann_source_open_file(ctx, src, path, xname, yname, classes, d->row0, d->X.rows, d->X.cols, p->chunk,
+                                  phase);
     }
-    return ctx_agree(ctx, ann_source_open_file(ctx, src, path, xname, yname, classes, d->row0, d->X.rows, d->X.cols,
-                                               p->chunk, phase));
+    return ctx_agree(ctx, open_blocks(ctx, p, src, rc));
 }
 
 void ann_cli_stats(ds_ctx *ctx, const ann_source *a, const ann_source *b, double *bytes, double *seconds)

@@ -9,8 +9,12 @@
 #include "core/cleanup.h"
 #include "h5io.h"
 
-// The fingerprint as three exact doubles: a format number and the hash's two 32-bit halves.
-#define CKPT_FORMAT 1.0
+// The fingerprint as three exact doubles: a format number (the command's, ds_ckpt.format, else 1) and the
+// hash's two 32-bit halves.
+static double ckpt_format(const ds_ckpt *c)
+{
+    return c->format > 0 ? c->format : 1.0;
+}
 
 uint64_t ckpt_hash(uint64_t h, const void *p, size_t n)
 {
@@ -55,7 +59,7 @@ int ckpt_write(ds_ctx *ctx, ds_ckpt *c, const double *state, int64_t n, const do
         char tmp[4200];
         h5io_part_name(c->path, ctx->job_tag, tmp, sizeof tmp);
         cleanup_add(tmp);
-        const double fp[3] = {CKPT_FORMAT, (double)(c->fingerprint >> 32), (double)(c->fingerprint & 0xffffffffu)};
+        const double fp[3] = {ckpt_format(c), (double)(c->fingerprint >> 32), (double)(c->fingerprint & 0xffffffffu)};
         rc = h5io_write_vector(tmp, 1, "state", state, n, &ctx->msg);
         if (rc == DS_OK)
             rc = h5io_write_vector(tmp, 0, "counters", counters, ncounters, &ctx->msg);
@@ -75,11 +79,15 @@ int ckpt_read_head(ds_ctx *ctx, const ds_ckpt *c, double *counters, int ncounter
 {
     double fp[3] = {0};
     int rc = h5io_read_vector(c->restart, "fingerprint", 3, fp, &ctx->msg);
-    if (rc == DS_OK && !(fp[0] == CKPT_FORMAT && fp[1] == (double)(c->fingerprint >> 32) &&
-                         fp[2] == (double)(c->fingerprint & 0xffffffffu)))
+    const int same_run = fp[1] == (double)(c->fingerprint >> 32) && fp[2] == (double)(c->fingerprint & 0xffffffffu);
+    if (rc == DS_OK && !same_run)
         rc = ds_fail(&ctx->msg, DS_ERR_INPUT,
                      "%s: /fingerprint: a checkpoint of another run (other data or settings than this %s)", c->restart,
                      c->what);
+    else if (rc == DS_OK && fp[0] != ckpt_format(c))
+        rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /fingerprint: a checkpoint in format %g, which this %s does not "
+                     "read (it writes format %g): run it again from the start", c->restart, fp[0], c->what,
+                     ckpt_format(c));
     if (rc == DS_OK)
         rc = h5io_read_vector(c->restart, "counters", ncounters, counters, &ctx->msg);
     for (int i = 0; rc == DS_OK && i < ncounters; i++)

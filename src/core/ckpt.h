@@ -18,6 +18,7 @@ typedef struct ds_ckpt {
     double every;          // seconds between checkpoints (0: at every safe point)
     double last;           // MPI_Wtime of the last checkpoint, or of ckpt_start
     uint64_t fingerprint;  // the run's data and settings (ckpt_hash), set by the command
+    double format;         // the layout of the command's state, set by it when it changed (0: 1, the first)
     const char *what;      // the command's name, for messages
 } ds_ckpt;
 
@@ -37,7 +38,7 @@ int ckpt_due(ds_ctx *ctx, const ds_ckpt *c);
 int ckpt_write(ds_ctx *ctx, ds_ckpt *c, const double *state, int64_t n, const double *counters, int ncounters);
 
 // Every rank reads c->restart: DS_ERR_INPUT when it is not a checkpoint of this run (its fingerprint or
-// its sizes differ). Collective.
+// its sizes differ) or is one in another format. Collective.
 int ckpt_read(ds_ctx *ctx, const ds_ckpt *c, double *state, int64_t n, double *counters, int ncounters);
 // ckpt_read in two steps, for a state whose length the counters give: the fingerprint and the counters,
 // then the state. Collective, as ckpt_read.

@@ -19,6 +19,49 @@ void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *row
     *row0 = rank * base + (rank < extra ? rank : extra);
 }
 
+int64_t data_block_rows(int64_t m, int64_t least, int64_t most)
+{
+    int64_t b = least;
+    while (b < most && b * 64 < m)
+        b *= 2;
+    return b;
+}
+
+void data_partition_blocks(int64_t m, int64_t block, int nranks, int rank, int64_t *row0, int64_t *rows)
+{
+    const int64_t blocks = (m + block - 1) / block;
+    int64_t b0 = 0, nb = 0;
+    data_partition(blocks, nranks, rank, &b0, &nb);
+    *row0 = b0 * block;
+    *rows = (b0 + nb) * block < m ? nb * block : m - b0 * block;
+    if (*rows < 0)
+        *rows = 0;
+}
+
+void data_split(int64_t (*block_rows)(int64_t), int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows)
+{
+    if (block_rows)
+        data_partition_blocks(m, block_rows(m), nranks, rank, row0, rows);
+    else
+        data_partition(m, nranks, rank, row0, rows);
+}
+
+void data_place(const ds_ctx *ctx, ds_data *d, int64_t m)
+{
+    d->rows_global = m;
+    data_split(d->block_rows, m, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+}
+
+// memset(d, 0) but for what the caller set before loading (host, block_rows).
+static void data_clear(ds_data *d)
+{
+    const int host = d->host;
+    int64_t (*block_rows)(int64_t) = d->block_rows;
+    memset(d, 0, sizeof *d);
+    d->host = host;
+    d->block_rows = block_rows;
+}
+
 static void data_free_host(ds_ctx *ctx, ds_data *d);
 
 static int data_alloc(ds_ctx *ctx, ds_data *d, int64_t cols, int f32)
@@ -59,6 +102,8 @@ static int data_fill(ds_ctx *ctx, ds_data *d, data_producer produce, void *arg)
 {
     const size_t sz = d->X.f32 ? 4 : 8, row_bytes = (size_t)d->X.cols * sz;
     ctx_beat(ctx, "loading the input");
+    if (d->X.rows == 0)  // a block partition (ds_data.block_rows) may leave a rank none: nothing to read
+        return DS_OK;
     if (ctx->be->host_memory || d->host)
         return produce(arg, d->row0, d->X.rows, (void *)d->X.data, d->y, &ctx->msg);
     int64_t chunk = STAGE_BYTES / (int64_t)(row_bytes + 8);
@@ -172,9 +217,7 @@ int data_range_exp(double big)
 
 int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
 {
-    const int host = d->host;
-    memset(d, 0, sizeof *d);
-    d->host = host;
+    data_clear(d);
     h5io_lsq_info info = {0};
     int rc = h5io_probe_lsq(path, xname, yname, &info, &ctx->msg);
     if (rc == DS_OK && info.cols > DATA_MAX_COLS)
@@ -192,10 +235,9 @@ int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char 
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: the ranks do not see the same file (rows %lld to %lld, columns "
                        "%lld to %lld); give every node the same path", path, (long long)lo[0], (long long)hi[0],
                        (long long)lo[1], (long long)hi[1]);
-    d->rows_global = info.rows;
     d->X.cols = info.cols;
     d->X.f32 = f32;
-    data_partition(info.rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    data_place(ctx, d, info.rows);
     snprintf(d->source, sizeof d->source, "%s", path);
     return DS_OK;
 }
@@ -266,8 +308,7 @@ static int data_load_rows(ds_ctx *ctx, int64_t rows, int64_t cols, const char *w
     if (rows < ctx->nranks)
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s has %lld rows, fewer than the %d ranks", what, (long long)rows,
                        ctx->nranks);
-    d->rows_global = rows;
-    data_partition(rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    data_place(ctx, d, rows);
     snprintf(d->source, sizeof d->source, "%s", what);
     int rc = ctx_agree(ctx, data_alloc(ctx, d, cols, 0));
     return rc == DS_OK ? ctx_agree(ctx, data_fill(ctx, d, data_read_labelled, src)) : rc;
@@ -275,7 +316,7 @@ static int data_load_rows(ds_ctx *ctx, int64_t rows, int64_t cols, const char *w
 
 int data_load_labelled(ds_ctx *ctx, const char *path, const char *xname, const char *lname, ds_data *d)
 {
-    memset(d, 0, sizeof *d);
+    data_clear(d);
     h5io_lsq_info info = {0};
     DS_CHECK(ctx_agree(ctx, h5io_probe_labelled(path, xname, lname, &info, &ctx->msg)));
     labelled_src src = {path, xname, lname, info.cols, 0};
@@ -284,7 +325,7 @@ int data_load_labelled(ds_ctx *ctx, const char *path, const char *xname, const c
 
 int data_load_idx(ds_ctx *ctx, const char *dir, const char *split, ds_data *d)
 {
-    memset(d, 0, sizeof *d);
+    data_clear(d);
     idx_set set;
     DS_CHECK(ctx_agree(ctx, idx_open_set(dir, split, &set, &ctx->msg)));
     labelled_src src = {set.images, NULL, set.labels, set.row_len, 1};
@@ -306,14 +347,11 @@ static int data_gen_rows(void *arg, int64_t row0, int64_t nrows, void *X, double
 
 int data_gen_lsq(ds_ctx *ctx, const gen_lsq *p, int f32, ds_data *d)
 {
-    const int host = d->host;
-    memset(d, 0, sizeof *d);
-    d->host = host;
+    data_clear(d);
     if (p->rows < ctx->nranks)
         return ds_fail(&ctx->msg, DS_ERR_USAGE, "--rows %lld is fewer than the %d ranks", (long long)p->rows,
                        ctx->nranks);
-    d->rows_global = p->rows;
-    data_partition(p->rows, ctx->nranks, ctx->rank, &d->row0, &d->X.rows);
+    data_place(ctx, d, p->rows);
     snprintf(d->source, sizeof d->source, "built-in problem (seed %llu)", (unsigned long long)p->seed);
     d->a_true = malloc((size_t)p->cols * sizeof(double));
     int rc = d->a_true ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");

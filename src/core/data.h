@@ -1,6 +1,6 @@
 // data.h: a rank's row block of a least-squares problem (X, y) in backend memory, read from HDF5 or
 // generated, staged through bounded host chunks when the backend's memory is not host memory.
-// provides: ds_data, data_partition, data_probe_lsq, data_read_a_true, data_rescale, data_scale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
+// provides: ds_data, data_partition, data_block_rows, data_partition_blocks, data_split, data_place, data_probe_lsq, data_read_a_true, data_rescale, data_scale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
 #ifndef DS_DATA_H
 #define DS_DATA_H
 
@@ -19,10 +19,24 @@ typedef struct ds_data {
     int host;  // set by the caller before loading: X and y in host memory (the backend's host_alloc:
                // pinned on a device backend) for a row source over them (rows_open_memory); 2 when
                // pinned memory was short and they are in pageable memory
+    // Set by the caller before loading, and kept, as host is: the ranks' rows are whole blocks of
+    // block_rows(rows_global) rows (data_partition_blocks), for sums cut at fixed blocks; NULL:
+    // data_partition.
+    int64_t (*block_rows)(int64_t rows_global);
 } ds_data;
 
 // Contiguous near-equal split: ranks r < m mod p get one row more.
 void data_partition(int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows);
+// Rows a block of m rows cut into blocks: a power of two from least to most (least a power of two),
+// near m/64 (blocks many enough for the ranks to share evenly).
+int64_t data_block_rows(int64_t m, int64_t least, int64_t most);
+// Contiguous ranges of whole blocks of block rows (the last block of the m may be short), the blocks
+// shared as evenly as whole blocks allow; a rank may get none.
+void data_partition_blocks(int64_t m, int64_t block, int nranks, int rank, int64_t *row0, int64_t *rows);
+// A rank's rows of m: data_partition_blocks with block_rows(m) when block_rows is set, else data_partition.
+void data_split(int64_t (*block_rows)(int64_t), int64_t m, int nranks, int rank, int64_t *row0, int64_t *rows);
+// d's rank's rows of m (rows_global, row0, X.rows) as d->block_rows says (data_split).
+void data_place(const ds_ctx *ctx, ds_data *d, int64_t m);
 
 // Validates path (every rank), refuses more ranks than rows, reads this rank's hyperslab (X as float
 // when f32) and /a_true when present; with yname NULL, X alone (y zero). Collective; all ranks return

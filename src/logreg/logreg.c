@@ -17,21 +17,12 @@
 
 int64_t logreg_block_rows(int64_t rows_global)
 {
-    int64_t b = 16;
-    while (b < 1024 && b * 64 < rows_global)
-        b *= 2;
-    return b;
+    return data_block_rows(rows_global, 16, 1024);
 }
 
 void logreg_partition(int64_t rows_global, int nranks, int rank, int64_t *row0, int64_t *rows)
 {
-    const int64_t rb = logreg_block_rows(rows_global), blocks = (rows_global + rb - 1) / rb;
-    int64_t b0 = 0, nb = 0;
-    data_partition(blocks, nranks, rank, &b0, &nb);
-    *row0 = b0 * rb;
-    *rows = (b0 + nb) * rb < rows_global ? nb * rb : rows_global - b0 * rb;
-    if (*rows < 0)
-        *rows = 0;
+    data_partition_blocks(rows_global, logreg_block_rows(rows_global), nranks, rank, row0, rows);
 }
 
 int64_t logreg_gbuf_len(const lr_work *w)
