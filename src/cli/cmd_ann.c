@@ -10,6 +10,7 @@
 #include "ann/ann_io.h"
 #include "cli/cmd_ann_stream.h"
 #include "cli/cmds.h"
+#include "cli/ckptopts.h"
 #include "cli/memcaps.h"
 #include "h5io.h"
 #include "cli/opts.h"
@@ -38,11 +39,7 @@ static const ds_opt ann_table[] = {
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up training, then R timed ones; medians reported"},
     {"memory-mb", OPT_INT, "0", "MB", 0, 1e9, "bound on one exchange round or H chunk (0: 256 on cpu, 2048 on cuda; the CPU's Gram takes chunks as large but tiles them, never storing H)"},
     DS_MEMORY_OPTS("an --input or --test X"),
-    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
-     "write the training state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, after which the run stops with exit 5"},
-    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: after the hidden fits and every row chunk of H'H)"},
-    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
-     "resume from a checkpoint of the same run (the same data and settings, on any number of ranks)"},
+    DS_CHECKPOINT_OPTS("the training state", "", "after the hidden fits and every row chunk of H'H", "run"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -73,8 +70,7 @@ typedef struct ann_run {
 static int ann_parse_ckpt(ann_run *r, ds_msg *msg)
 {
     const ds_args *a = &r->args;
-    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
-                      .every = opts_double(a, "checkpoint-every"), .format = ANN_CKPT_FORMAT, .what = "ann"};
+    r->ck = cli_checkpoint(a, "ann", ANN_CKPT_FORMAT);
     if (!r->ck.path && !r->ck.restart)
         return DS_OK;
     if (opts_int(a, "repeat") > 1)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cmds.h"
+#include "cli/ckptopts.h"
 #include "cli/memcaps.h"
 #include "h5io.h"
 #include "logreg/logreg_data.h"
@@ -34,11 +35,7 @@ static const ds_opt logreg_table[] = {
     {"precision", OPT_CHOICE, "f32", "f32|f64", 0, 0, "storage of X and the GEMMs (the loss, gradient sums and optimiser stay f64)"},
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the objective by iteration (one line per size)"},
     {"repeat", OPT_INT, "1", "R", 1, 1000, "with R > 1: one warm-up training, then R timed ones; the median time is reported"},
-    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
-     "write the training state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, after which the run stops with exit 5"},
-    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: every iteration)"},
-    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
-     "resume from a checkpoint of the same run (the same data and settings, on any number of ranks)"},
+    DS_CHECKPOINT_OPTS("the training state", "", "every iteration", "run"),
     DS_MEMORY_OPTS("a training or test set (an HDF5 file's, or on a GPU one kept in host memory)"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
@@ -116,8 +113,7 @@ static int logreg_parse(int argc, char **argv, lr_run *r, ds_msg *msg)
     r->test = (lr_source){.h5 = opts_str(a, "test"), .xname = xn, .lname = ln, .dir = dir, .split = "t10k"};
     r->have_test = !opts_given(a, "input") || opts_given(a, "test");
     DS_CHECK(parse_sizes(opts_str(a, "samples"), r, msg));
-    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
-                      .every = opts_double(a, "checkpoint-every"), .what = "logreg"};
+    r->ck = cli_checkpoint(a, "logreg", 0);
     if (!r->ck.path && !r->ck.restart)
         return DS_OK;
     if (r->nsizes > 1 || opts_int(a, "repeat") > 1)

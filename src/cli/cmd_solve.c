@@ -6,6 +6,7 @@
 
 #include "cli/cmds.h"
 #include "cli/cmd_solve.h"
+#include "cli/ckptopts.h"
 #include "cli/memcaps.h"
 #include "core/data.h"
 #include "core/rows.h"
@@ -43,13 +44,10 @@ static const ds_opt solve_table[] = {
     {"plot", OPT_STRING, NULL, "F.svg", 0, 0, "an SVG plot of the relative residual by sweep"},
     {"repeat", OPT_INT, "1", "R", 1, 10000, "with R > 1: one warm-up solve, then R timed solves; the median is reported"},
     DS_MEMORY_OPTS("an --input X"),
-    {"checkpoint", OPT_STRING, NULL, "F.h5", 0, 0,
-     "write the solve's state to F.h5 (atomically) every --checkpoint-every seconds and on SIGTERM or SIGUSR1, "
-     "after which the run stops with exit 5: the partial sums inside the pass over a streamed X, then X'X and "
-     "the sweeps. Takes the Gram route: --method solvebak becomes gram; gram and cholesky as asked"},
-    {"checkpoint-every", OPT_DOUBLE, "600", "SECONDS", 0, 1e9, "seconds between checkpoints (0: at every chunk and sweep)"},
-    {"restart", OPT_STRING, NULL, "F.h5", 0, 0,
-     "resume from a checkpoint of the same solve (the same data and settings, on any number of ranks)"},
+    DS_CHECKPOINT_OPTS("the solve's state",
+                       ": the partial sums inside the pass over a streamed X, then X'X and the sweeps. Takes the Gram "
+                       "route: --method solvebak becomes gram; gram and cholesky as asked",
+                       "at every chunk and sweep", "solve"),
     DS_COMMON_OPTS,
     {NULL, 0, NULL, NULL, 0, 0, NULL},
 };
@@ -65,8 +63,7 @@ static const char solve_about[] =
 static int solve_parse_ckpt(solve_run *r, ds_msg *msg)
 {
     const ds_args *a = &r->args;
-    r->ck = (ds_ckpt){.path = opts_str(a, "checkpoint"), .restart = opts_str(a, "restart"),
-                      .every = opts_double(a, "checkpoint-every"), .what = "solve"};
+    r->ck = cli_checkpoint(a, "solve", 0);
     if (!r->ck.path && !r->ck.restart)
         return DS_OK;
     if (opts_int(a, "repeat") > 1)
