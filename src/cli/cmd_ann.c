@@ -135,12 +135,14 @@ static ann_weights ann_weigh(const ds_ctx *ctx, const ann_run *r, const ds_data 
     int64_t S = r->o.subset > 0 ? r->o.subset : d->rows_global / K;
     S = S > 0 ? S : 1;
     const double gsize = (double)ld * (double)ld + (double)ld + 1;
+    const int64_t block = d->block_rows ? d->block_rows(d->rows_global) : 0;
+    const double gram = (double)ctx->be->ann->gram_scratch(ld, block);  // the output Gram's units of H
     const double neuron = ((ctx->nranks > 1 ? 3.0 : 1.0) * (double)S * (double)(n + 3) +
                            (double)ctx->be->ann->fit_scratch(1, S, n) + 5.0 * (double)S) * 8.0;
-    return (ann_weights){.fixed = (3 * gsize + 2.0 * (double)(K * (n + 1)) + (double)ld) * 8.0,
+    return (ann_weights){.fixed = (3 * gsize + gram + 2.0 * (double)(K * (n + 1)) + (double)ld) * 8.0,
                          .row_extra = 16.0 + 8.0 * (double)C, .least = fmax(neuron, 8.0 * (double)ld * 8.0),
                          .budget = r->o.budget_bytes, .budget0 = ctx->be->host_memory ? (int64_t)256 << 20 : (int64_t)2 << 30,
-                         .ld = ld, .block = d->block_rows ? d->block_rows(d->rows_global) : 0,
+                         .ld = ld, .block = block,
                          .what = "the network's neurons"};
 }
 

@@ -385,8 +385,11 @@ int rows_next(ds_ctx *ctx, ds_rows *s, ds_mat *X, const double **y)
 
 int rows_end(ds_ctx *ctx, ds_rows *s)
 {
-    if (!s->running)
+    if (!s->running) {  // a pass that did not start forgets its spans and window too
+        s->spans = NULL, s->nspans = 0;
+        s->nwin = 0;
         return DS_OK;
+    }
     int rc = rows_give_back(ctx, s);
     pthread_mutex_lock(&s->mu);
     s->stop = 1;
