@@ -283,9 +283,11 @@ int solvebak_run_rows(ds_ctx *ctx, ds_rows *rows, int64_t n_rows_global, const s
         if (blocks > 1 && rows->mem_x)
             snprintf(res->stream_note, sizeof res->stream_note, "the residual route moves X about twice a sweep "
                      "(a pass a block: its columns and the previous block's)");
+        else if (blocks > 1)
+            snprintf(res->stream_note, sizeof res->stream_note, "the residual route reads X %lld times a sweep "
+                     "(a pass a block, whole rows)", (long long)blocks);
         else
-            snprintf(res->stream_note, sizeof res->stream_note, "the residual route reads X %lld time%s a sweep "
-                     "(a pass a block, whole rows)", (long long)blocks, blocks > 1 ? "s" : "");
+            snprintf(res->stream_note, sizeof res->stream_note, "the residual route reads X once a sweep");
     }
     if (o.method == SB_METHOD_AUTO) {
         char why[sizeof res->method_reason];
