@@ -1,6 +1,6 @@
 // ann_types.h: the network's options, model and metrics, shared by the algorithm (ann.c), its hidden layer and
 // row exchange (ann_hidden.c, ann_rows.c) and the model file (ann_io.c).
-// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT
+// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT, ANN_FIT_GROUP
 #ifndef DS_ANN_TYPES_H
 #define DS_ANN_TYPES_H
 
@@ -25,6 +25,10 @@ typedef struct ann_opts {
 
 #define ANN_RIDGE_REL 1e-10
 #define ANN_EIGEN_CUT 1e-15  // eigenvalues below ANN_EIGEN_CUT · K1 · the largest are dropped
+// The hidden neurons go to ranks, rounds and batched fits in groups of ANN_FIT_GROUP (global indices
+// g·ANN_FIT_GROUP ..): a batched library call picks its kernel by its batch count too, so a neuron's
+// weights have the same bits on any number of ranks only if every call holds the same group.
+#define ANN_FIT_GROUP 128
 
 typedef struct ann_model {
     int64_t n, neurons, outputs;  // inputs, K, C (1 for regression)
