@@ -1,9 +1,10 @@
 // ann_cuda.c: the network's operations on the CUDA backend: cuBLAS strided-batched products and
-// cuSOLVER batched Cholesky for the hidden fits (a few launches for all of a round's neurons), cuBLAS
+// cuSOLVER batched Cholesky for the hidden fits (a few launches a group of ANN_FIT_GROUP neurons), cuBLAS
 // for H, its Gram by blocks and the output, cuSOLVER potrf/potrs (syevd when Cholesky fails) for the
 // output layer.
 #include <cusolverDn.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "ann/ann.h"
 #include "backend/backend_cuda.h"
@@ -108,18 +109,27 @@ static int fit_products(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int
     return DS_OK;
 }
 
+// The fits by groups that end at the multiples of ANN_FIT_GROUP: the batched calls' kernels, chosen by
+// their batch counts too, are then the same for a neuron on any number of ranks (ann_hidden.c's rounds
+// and ranks hold whole groups).
 static int gpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
                    double *W, int *failed, double *scratch)
 {
     cuda_state *st = state(ctx);
     const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
-    if (nb * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
+    if (ANN_FIT_GROUP * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden fits of %lld rows x %lld inputs are too large for one batch",
                        (long long)S, (long long)n);
-    fit_bufs b = fit_layout(scratch, nb, S, g, failed);
-    CUDA_CHECK(ctx, ds_k_ann_targets(A, nb, S, n, classes, k0, atanh(ANN_TARGET), b.t, st->stream));
-    DS_CHECK(fit_products(ctx, A, nb, S, n, &b, W));
-    CUDA_CHECK(ctx, ds_k_ann_check_fits(b.info, W, nb, n1, failed, st->stream));
+    for (int64_t i = 0; i < nb;) {
+        const int64_t k = k0 + i, to_end = ANN_FIT_GROUP - k % ANN_FIT_GROUP, c = nb - i < to_end ? nb - i : to_end;
+        fit_bufs b = fit_layout(scratch, c, S, g, failed + i);
+        const double *Ai = A + i * S * (n + 2);
+        double *Wi = W + i * n1;
+        CUDA_CHECK(ctx, ds_k_ann_targets(Ai, c, S, n, classes, k, atanh(ANN_TARGET), b.t, st->stream));
+        DS_CHECK(fit_products(ctx, Ai, c, S, n, &b, Wi));
+        CUDA_CHECK(ctx, ds_k_ann_check_fits(b.info, Wi, c, n1, failed + i, st->stream));
+        i += c;
+    }
     return DS_OK;
 }
 
@@ -127,17 +137,24 @@ static int gpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t 
 // H and the outputs. Row-major H (rows × ld) is column-major ld × rows; W (K × (n+1)) is column-major
 // (n+1) × K, so H[:, :K] = Xc-products: Hc = Wcᵀ[:n]·Xc (K × rows); P = H[:, :K+1]·V is Pc = Vc·Hc.
 
+// H on the given handle and stream (the main ones, or a side stream's in the Gram).
+static int forward_on(ds_ctx *ctx, cublasHandle_t blas, cudaStream_t stream, const double *X, int64_t rows, int64_t n,
+                      const double *W, int64_t K, const double *y, int64_t outputs, double *H, int64_t ld)
+{
+    const double one = 1.0, zero = 0.0;
+    if (rows > INT32_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "a chunk of H of %lld rows is too large", (long long)rows);
+    CUBLAS_CHECK(ctx, cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, (int)rows, (int)n, &one, W, (int)(n + 1), X,
+                                  (int)n, &zero, H, (int)ld));
+    CUDA_CHECK(ctx, ds_k_ann_activate(H, rows, ld, W, n, K, y, outputs, stream));
+    return DS_OK;
+}
+
 static int gpu_forward(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
                        const double *y, int64_t outputs, double *H, int64_t ld)
 {
     cuda_state *st = state(ctx);
-    const double one = 1.0, zero = 0.0;
-    if (rows > INT32_MAX)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "a chunk of H of %lld rows is too large", (long long)rows);
-    CUBLAS_CHECK(ctx, cublasDgemm(st->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, (int)rows, (int)n, &one, W, (int)(n + 1),
-                                  X, (int)n, &zero, H, (int)ld));
-    CUDA_CHECK(ctx, ds_k_ann_activate(H, rows, ld, W, n, K, y, outputs, st->stream));
-    return DS_OK;
+    return forward_on(ctx, st->blas, st->stream, X, rows, n, W, K, y, outputs, H, ld);
 }
 
 static int gpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, int64_t K, const double *V,
@@ -154,10 +171,12 @@ static int gpu_output(ds_ctx *ctx, const double *H, int64_t rows, int64_t ld, in
 // The output Gram by blocks (ann_ops.gram_digits): a block's H is formed a unit at a time (gpu_unit_rows,
 // by ld and the block alone) and each unit's DSYRK added into the block's Gram P, then one kernel splits
 // P's upper triangle into the digits. cuBLAS picks its kernel by shape, so a unit of the same shape gives
-// the same bits on any rank and in any chunk. Everything is queued: no wait, no allocation (the scratch,
-// a unit of H and P, is the caller's).
+// the same bits on any rank and in any chunk. A block's DSYRK (ld² outputs) fills a fraction of the GPU
+// when ld is about a thousand, so the blocks are dealt round-robin to side streams (gram_streams), each
+// with its own H, P and digits; the digits are integers, so adding the streams' in any order is exact.
+// Everything is queued: no wait, no allocation (the scratch is the caller's).
 
-enum { UNIT_BYTES = 256 << 20 };
+enum { UNIT_BYTES = 256 << 20, STREAM_BYTES = 64 << 20 };
 
 static int64_t gpu_unit_rows(int64_t ld, int64_t block)
 {
@@ -167,9 +186,47 @@ static int64_t gpu_unit_rows(int64_t ld, int64_t block)
     return u;
 }
 
+// Doubles a stream holds: a unit of H, P, and (side streams) digits.
+static int64_t stream_doubles(int64_t ld, int64_t block)
+{
+    return gpu_unit_rows(ld, block) * ld + ld * ld + 2 * (ld * (ld + 1) / 2);
+}
+
+// Side streams for the Gram: GRAM_STREAMS while a stream's buffers stay under STREAM_BYTES (a large ld
+// fills the GPU with one DSYRK), else one; DSOLVE_ANN_GRAM_STREAMS lowers it (1: the main stream alone).
+static int64_t gram_streams(int64_t ld, int64_t block)
+{
+    int64_t s = stream_doubles(ld, block) * (int64_t)sizeof(double) <= STREAM_BYTES ? GRAM_STREAMS : 1;
+    const char *v = getenv("DSOLVE_ANN_GRAM_STREAMS");
+    const long e = v && *v ? strtol(v, NULL, 10) : 0;
+    return e >= 1 && e < s ? e : s;
+}
+
 static int64_t gpu_gram_scratch(int64_t ld, int64_t block)
 {
-    return gpu_unit_rows(ld, block) * ld + ld * ld;
+    const int64_t s = gram_streams(ld, block);
+    return s > 1 ? s * stream_doubles(ld, block) : gpu_unit_rows(ld, block) * ld + ld * ld;
+}
+
+// The blocks of rows b0 .. from 'first' on, every 'step'-th, on one handle and stream into dig.
+static int gram_blocks(ds_ctx *ctx, cublasHandle_t blas, cudaStream_t stream, const double *X, int64_t rows, int64_t n,
+                       const double *W, int64_t K, const double *y, int64_t outputs, int64_t ld, const ann_fix *fx,
+                       int64_t first, int64_t step, double *H, double *P, double *dig)
+{
+    const int64_t unit = gpu_unit_rows(ld, fx->block);
+    const double one = 1.0, zero = 0.0;
+    for (int64_t b0 = first * fx->block; b0 < rows; b0 += step * fx->block) {
+        const int64_t b1 = b0 + fx->block < rows ? b0 + fx->block : rows;
+        for (int64_t r = b0; r < b1; r += unit) {
+            const int64_t nr = b1 - r < unit ? b1 - r : unit;
+            DS_CHECK(forward_on(ctx, blas, stream, X + r * n, nr, n, W, K, y + r, outputs, H, ld));
+            // P's column-major lower triangle: its row-major upper, as ds_k_ann_split reads it.
+            CUBLAS_CHECK(ctx, cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, (int)ld, (int)nr, &one, H, (int)ld,
+                                          r == b0 ? &zero : &one, P, (int)ld));
+        }
+        CUDA_CHECK(ctx, ds_k_ann_split(P, ld, fx->col, fx->s0, fx->lo, dig, stream));
+    }
+    return DS_OK;
 }
 
 static int gpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n, const double *W, int64_t K,
@@ -177,19 +234,28 @@ static int gpu_gram_digits(ds_ctx *ctx, const double *X, int64_t rows, int64_t n
                            double *dig)
 {
     cuda_state *st = state(ctx);
-    const int64_t unit = gpu_unit_rows(ld, fx->block);
-    double *H = scratch, *P = scratch + unit * ld;
-    const double one = 1.0, zero = 0.0;
-    for (int64_t b0 = 0; b0 < rows; b0 += fx->block) {
-        const int64_t b1 = b0 + fx->block < rows ? b0 + fx->block : rows;
-        for (int64_t r = b0; r < b1; r += unit) {
-            const int64_t nr = b1 - r < unit ? b1 - r : unit;
-            DS_CHECK(gpu_forward(ctx, X + r * n, nr, n, W, K, y + r, outputs, H, ld));
-            // P's column-major lower triangle: its row-major upper, as ds_k_ann_split reads it.
-            CUBLAS_CHECK(ctx, cublasDsyrk(st->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, (int)ld, (int)nr, &one, H,
-                                          (int)ld, r == b0 ? &zero : &one, P, (int)ld));
-        }
-        CUDA_CHECK(ctx, ds_k_ann_split(P, ld, fx->col, fx->s0, fx->lo, dig, st->stream));
+    const int64_t blocks = (rows + fx->block - 1) / fx->block;
+    int64_t S = gram_streams(ld, fx->block);
+    S = S < blocks ? S : blocks;
+    if (S <= 1) {
+        double *H = scratch, *P = scratch + gpu_unit_rows(ld, fx->block) * ld;
+        return gram_blocks(ctx, st->blas, st->stream, X, rows, n, W, K, y, outputs, ld, fx, 0, 1, H, P, dig);
+    }
+    const int64_t per = stream_doubles(ld, fx->block), unit = gpu_unit_rows(ld, fx->block), dlen = 2 * (ld * (ld + 1) / 2);
+    for (int64_t s = 0; s < S; s++)
+        CUDA_CHECK(ctx, cudaMemsetAsync(scratch + s * per + unit * ld + ld * ld, 0, (size_t)dlen * sizeof(double),
+                                        st->stream));
+    CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    for (int64_t s = 0; s < S; s++) {
+        double *H = scratch + s * per, *P = H + unit * ld, *d = P + ld * ld;
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[s], st->fork, 0));
+        DS_CHECK(gram_blocks(ctx, st->side_blas[s], st->side[s], X, rows, n, W, K, y, outputs, ld, fx, s, S, H, P, d));
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
+    }
+    const double one = 1.0;
+    for (int64_t s = 0; s < S; s++) {  // integers below 2^53: each addition is exact
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[s], 0));
+        CUBLAS_CHECK(ctx, cublasDaxpy_64(st->blas, dlen, &one, scratch + s * per + unit * ld + ld * ld, 1, dig, 1));
     }
     return DS_OK;
 }
