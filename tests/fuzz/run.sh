@@ -57,6 +57,12 @@ if [ -z "$bin" ]; then
 fi
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Without llvm-symbolizer each report's stack would be tried and retried (slowly: every contained crash
+# of a probe worker reports): unsymbolized reports instead, told apart by their process.
+if ! command -v llvm-symbolizer >/dev/null && [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
+    echo "run.sh: no llvm-symbolizer: the sanitizers' stacks are not symbolized" >&2
+    ASAN_OPTIONS+=:symbolize=0 UBSAN_OPTIONS+=:symbolize=0
+fi
 export LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0
 # The harnesses' scratch files; a crashed harness leaves its folder behind, so they go under OUT.
 export TMPDIR=$out/tmp
@@ -73,21 +79,25 @@ classify() {
         }' "$1" | grep . || echo dsolve
 }
 
-# Whether log $1 holds a report from the harness's own process: every report counts but those from a
-# probe worker (its stack passes through src/core/probe.c), whose death the reader already returned as
-# exit 3 (counted as contained) while its report went to the same log.
+# Whether log $1 holds a report from the harness's own process (pid $2): every report counts but those
+# from a probe worker, whose death the reader already returned as exit 3 (counted as contained) while its
+# report went to the same log: a sanitizer's report headed by another pid (==PID==), or one whose stack
+# passes through src/core/probe.c (where the stacks are symbolized).
 uncontained_report() {
-    awk '/ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:/ {
-             if (blk != "" && blk !~ /src\/core\/probe\.c/) bad = 1
-             blk = $0; next }
+    awk -v pid="${2:-0}" '
+         function done_blk() { if (blk != "" && !worker && blk !~ /src\/core\/probe\.c/) bad = 1 }
+         /ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:/ {
+             done_blk(); blk = $0; worker = 0
+             if (match($0, /^==[0-9]+==/) && substr($0, 3, RLENGTH - 4) != pid) worker = 1
+             next }
          blk != "" { blk = blk "\n" $0 }
-         END { if (blk != "" && blk !~ /src\/core\/probe\.c/) bad = 1; exit !bad }' "$1"
+         END { done_blk(); exit !bad }' "$1"
 }
 
 # fuzz_worker H W: worker W of harness H fuzzes until its share of -runs or the time is up, restarting
 # after reports inside libhdf5; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to OUT/H/result.W.
 fuzz_worker() {
-    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit pid
     local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK n_w=${hw[$1]}
     [ "$runs" -gt 0 ] && target=$(((runs + n_w - 1) / n_w))
     while left=$((t0 + seconds - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
@@ -96,11 +106,13 @@ fuzz_worker() {
         [ "$target" -gt 0 ] && limit=(-runs=$((target - execs)))
         "$bin/fuzz_$h" -max_total_time="$left" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
             -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" "$root/tests/fuzz/corpus/$h" \
-            >"$log" 2>&1 || rc=$?
+            >"$log" 2>&1 &
+        pid=$!
+        wait "$pid" || rc=$?
         n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
         c=$(sed -n 's/^fuzz: contained crashes of libhdf5: *//p' "$log" | tail -1)
         execs=$((execs + ${n:-0})) contained=$((contained + ${c:-0}))
-        if [ "$rc" -eq 0 ] && ! uncontained_report "$log"; then
+        if [ "$rc" -eq 0 ] && ! uncontained_report "$log" "$pid"; then
             break
         fi
         where=$(classify "$log")
