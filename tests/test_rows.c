@@ -1,10 +1,11 @@
 // test_rows.c: core/rows (the streamed row source) on the CPU backend, or on the device backend with
 // "gpu" (exit 77 without one): every chunk size from 1 row to all of them delivers the rows in order
-// and bit for bit, over several passes, from a producer and from memory (rows_open_memory); a pass over
-// spans reads just their rows; a producer's failure reaches the caller with its message; a
-// pass stopped early leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK; a pass with
-// a column window delivers just its columns, packed, from a producer, from memory and from a file, with
-// spans too, and counts the bytes read (whole rows from a producer or file, the window's from memory).
+// and bit for bit, over several passes, from a producer and from memory (rows_open_memory: pinned, and
+// pageable, which a device backend packs into pinned buffers of the source's own); a pass over spans
+// reads just their rows; a producer's failure reaches the caller with its message; a pass stopped early
+// leaves the source usable; the caps leave no chunk below ROWS_MIN_CHUNK; a pass with a column window
+// delivers just its columns, packed, from a producer, from memory (pinned and pageable) and from a file,
+// with spans too, and counts the bytes read (whole rows from a producer or file, the window's from memory).
 // With "--rate FILE.h5 CHUNK_ROWS" instead: the seconds of h5io_read_lsq_rows over the file's rows by
 // chunks against a pass of rows_open_h5 over them (no compute), for docs/solve.md's figures.
 #include <math.h>
@@ -90,34 +91,59 @@ static void check_chunks(ds_ctx *ctx)
     }
 }
 
-// A memory source (rows_open_memory) over the same rows: the same chunks, over several passes.
-static void check_memory(ds_ctx *ctx)
+// The producer's rows [row0, row0+rows) in host memory: the backend's host_alloc (pinned on a device
+// backend) or, pageable, malloc's (a memory source packs those into pinned buffers of its own).
+static int memory_rows(ds_ctx *ctx, int pageable, int64_t row0, int64_t rows, void **X, double **y)
+{
+    *X = NULL, *y = NULL;
+    int rc = DS_OK;
+    if (pageable) {
+        *X = malloc((size_t)rows * COLS * 8), *y = malloc((size_t)rows * 8);
+        rc = *X && *y ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    } else {
+        rc = ctx->be->host_alloc(ctx, X, (size_t)rows * COLS * 8);
+        if (rc == DS_OK)
+            rc = ctx->be->host_alloc(ctx, (void **)y, (size_t)rows * 8);
+    }
+    return rc == DS_OK ? produce(&(prod){-1}, row0, rows, *X, *y, &ctx->msg) : rc;
+}
+
+static void memory_free(ds_ctx *ctx, int pageable, void *X, double *y)
+{
+    if (pageable) {
+        free(X), free(y);
+        return;
+    }
+    if (X)
+        ctx->be->host_free(ctx, X);
+    if (y)
+        ctx->be->host_free(ctx, y);
+}
+
+// A memory source (rows_open_memory) over the same rows, pinned or pageable: the same chunks, over
+// several passes.
+static void check_memory(ds_ctx *ctx, int pageable)
 {
     const int64_t row0 = 1000, rows = 257;
-    void *X = NULL;
-    double *y = NULL;
-    int rc = ctx->be->host_alloc(ctx, &X, (size_t)rows * COLS * 8);
-    if (rc == DS_OK)
-        rc = ctx->be->host_alloc(ctx, (void **)&y, (size_t)rows * 8);
-    if (rc == DS_OK)
-        rc = produce(&(prod){-1}, row0, rows, X, y, &ctx->msg);
-    CHECK(rc == DS_OK, "host_alloc: %s", ctx->msg.text);
+    void *X;
+    double *y;
+    int rc = memory_rows(ctx, pageable, row0, rows, &X, &y);
+    CHECK(rc == DS_OK, "memory rows (pageable %d): %s", pageable, ctx->msg.text);
     const int64_t chunks[] = {1, 7, 256, 257, 1000};
     for (size_t c = 0; rc == DS_OK && c < sizeof chunks / sizeof chunks[0]; c++) {
         ds_rows s;
-        rc = rows_open_memory(ctx, &s, X, y, row0, rows, COLS, 0, chunks[c], "test: streaming from memory");
+        rc = rows_open_memory(ctx, &s, X, y, row0, rows, COLS, 0, chunks[c], pageable, "test: streaming from memory");
         CHECK(rc == DS_OK, "rows_open_memory: %s", ctx->msg.text);
         for (int rep = 0; rc == DS_OK && rep < 3; rep++) {
             int64_t bad = 0;
             const int64_t seen = pass(ctx, &s, row0, rep == 1 ? 1 : 0, &bad, &rc);
             CHECK(rc == DS_OK && (seen == rows || rep == 1) && bad == 0,
-                  "memory, chunk %lld pass %d: rc %d, %lld rows of %lld, %lld wrong", (long long)chunks[c], rep, rc,
-                  (long long)seen, (long long)rows, (long long)bad);
+                  "memory (pageable %d), chunk %lld pass %d: rc %d, %lld rows of %lld, %lld wrong", pageable,
+                  (long long)chunks[c], rep, rc, (long long)seen, (long long)rows, (long long)bad);
         }
         rows_close(ctx, &s);
     }
-    ctx->be->host_free(ctx, X);
-    ctx->be->host_free(ctx, y);
+    memory_free(ctx, pageable, X, y);
 }
 
 // A pass over spans delivers exactly their rows, in order, cut into chunks across the spans' ends; the
@@ -224,33 +250,33 @@ static void check_window(ds_ctx *ctx)
         order[r] = r;
     char path[64];
     snprintf(path, sizeof path, "test_rows_window_%d.h5", ctx->rank);
-    void *X = NULL;
-    double *y = NULL;
+    void *X = NULL, *Xp = NULL;  // pinned (on a device backend) and pageable
+    double *y = NULL, *yp = NULL;
     int rc = window_file(ctx, rows, path);
     if (rc == DS_OK)
-        rc = ctx->be->host_alloc(ctx, &X, (size_t)rows * COLS * 8);
+        rc = memory_rows(ctx, 0, 0, rows, &X, &y);
     if (rc == DS_OK)
-        rc = ctx->be->host_alloc(ctx, (void **)&y, (size_t)rows * 8);
-    if (rc == DS_OK)
-        rc = produce(&(prod){-1}, 0, rows, X, y, &ctx->msg);
+        rc = memory_rows(ctx, 1, 0, rows, &Xp, &yp);
     CHECK(rc == DS_OK, "window: setup: %s", ctx->msg.text);
-    for (int src = 0; rc == DS_OK && src < 3; src++) {
-        static const char *names[] = {"producer", "memory", "file"};
+    for (int src = 0; rc == DS_OK && src < 4; src++) {
+        static const char *names[] = {"producer", "memory", "file", "pageable memory"};
+        const int memory = src == 1 || src == 3;
         ds_rows s;
         rc = src == 0 ? rows_open(ctx, &s, produce, &(prod){-1}, 0, rows, COLS, 0, 16, "test: window")
-             : src == 1 ? rows_open_memory(ctx, &s, X, y, 0, rows, COLS, 0, 16, "test: window")
+             : src == 1 ? rows_open_memory(ctx, &s, X, y, 0, rows, COLS, 0, 16, 0, "test: window")
+             : src == 3 ? rows_open_memory(ctx, &s, Xp, yp, 0, rows, COLS, 0, 16, 1, "test: window")
                         : rows_open_h5(ctx, &s, path, "X", "y", 0, rows, COLS, 0, 16, "test: window");
         CHECK(rc == DS_OK, "window %s: open: %s", names[src], ctx->msg.text);
         for (int w = 0; rc == DS_OK && w < 4; w++) {
             int64_t bad = 0;
             const double before = s.bytes;
             const int64_t seen = window_pass(ctx, &s, wins[w], nwins[w], wants[w], nwants[w], order, &bad, &rc);
-            const double read = rows * ((src == 1 ? nwants[w] : COLS) + 1) * 8.0;
+            const double read = rows * ((memory ? nwants[w] : COLS) + 1) * 8.0;
             CHECK(rc == DS_OK && seen == rows && bad == 0 && s.bytes - before == read,
                   "window %s %d: rc %d (%s), %lld rows of %lld, %lld wrong, %.0f bytes", names[src], w, rc,
                   ctx->msg.text, (long long)seen, (long long)rows, (long long)bad, s.bytes - before);
         }
-        if (rc == DS_OK && src != 1) {  // spans: the rows 3..9 and 100..256, columns 1 and 3..4
+        if (rc == DS_OK && !memory) {  // spans: the rows 3..9 and 100..256, columns 1 and 3..4
             const int64_t spans[] = {3, 10, 100, 257};
             int64_t want_rows[257], n = 0, bad = 0;
             for (int i = 0; i < 2; i++)
@@ -266,8 +292,8 @@ static void check_window(ds_ctx *ctx)
         }
         rows_close(ctx, &s);
     }
-    ctx->be->host_free(ctx, X);
-    ctx->be->host_free(ctx, y);
+    memory_free(ctx, 0, X, y);
+    memory_free(ctx, 1, Xp, yp);
     remove(path);
 }
 
@@ -355,7 +381,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "test_rows: %s\n", ctx.msg.text);
     } else {
         check_chunks(&ctx);
-        check_memory(&ctx);
+        check_memory(&ctx, 0);
+        check_memory(&ctx, 1);
         check_spans(&ctx);
         check_window(&ctx);
         check_failure(&ctx);

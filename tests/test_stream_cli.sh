@@ -2,7 +2,10 @@
 # test_stream_cli.sh DSOLVE MPIEXEC [cpu|gpu]: `dsolve solve` from an HDF5 input larger than the memory
 # cap (docs/solve.md, "Inputs larger than memory"). A file of 500 000 x 100 f64 (400 MB) is solved in
 # memory and streamed (cpu: --host-memory 64M; gpu: --device-memory 64M with --host-memory 192M, one GPU
-# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in) with --method gram, cholesky, qr and residual on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
+# per rank, exit 77 without; and on a GPU, X kept in pinned host memory, from the file and built in, and
+# with pinned memory short on purpose, DSOLVE_PINNED_LIMIT: X in pageable memory, packed into pinned
+# staging buffers or, without them, copied straight; a file source with no room for its staging buffers
+# is exit 1 naming the size) with --method gram, cholesky, qr and residual on 1 and 3 ranks: the coefficients agree to 1e-12 relative,
 # JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y; the residual route's, a pass a
 # block, whole rows from the file, the two blocks' columns from host memory), auto and the default method
 # stream by the Gram route; the caps' usage errors exit 2 naming what is wrong; a file changed or cut
@@ -124,6 +127,38 @@ if [ "$mode" = gpu ]; then
     same "gpu residual from host memory" "(2*101 + 31+61+61+41 + 4*(41+61+61+41) + 41) / 101"
     grep -q '"stream_note":"the residual route moves X about twice a sweep' str.json && ok ||
         bad "residual from host memory: note: $(cat str.json)"
+
+    # Pinned memory short (DSOLVE_PINNED_LIMIT: a pinned allocation above it fails as a short cudaHostAlloc
+    # does). Under 64M, X (400 MB) is kept in pageable memory and each chunk, whole rows or the residual
+    # route's two blocks' columns, is packed into pinned staging buffers of a chunk each (below 64M) before
+    # it crosses the bus: the same coefficients and bytes moved, a line saying X is pageable. Under 4K not
+    # even those (8 rows are 6464 bytes): halved down to 8 rows, then copied straight from pageable memory,
+    # with a line saying so.
+    pageable() {
+        grep -q "(DSOLVE_PINNED_LIMIT); X kept in pageable host memory instead" err.txt &&
+            "$py" -c "import json; j=json.load(open('str.json')); assert j['stream_source'] == 'host memory', j" &&
+            ok || bad "$1: $(cat err.txt str.json | head -20)"
+    }
+    DSOLVE_PINNED_LIMIT=64M pair 1 "gram, pageable X" "--device-memory 64M" --input big.h5 --method gram
+    same "gpu gram from pageable host memory"
+    pageable "gram from pageable host memory"
+    ! grep -q "copied straight from pageable" err.txt && ok || bad "gram, pageable X: no staging: $(cat err.txt)"
+    DSOLVE_PINNED_LIMIT=64M pair 1 "residual, pageable X" "--device-memory 64M" "${res[@]}"
+    same "gpu residual from pageable host memory" "(2*101 + 31+61+61+41 + 4*(41+61+61+41) + 41) / 101"
+    pageable "residual from pageable host memory"
+    ! grep -q "copied straight from pageable" err.txt && ok || bad "residual, pageable X: no staging: $(cat err.txt)"
+    DSOLVE_PINNED_LIMIT=4K pair 1 "gram, pageable X, no staging" "--device-memory 64M" --input big.h5 --method gram
+    same "gpu gram from pageable host memory without staging"
+    pageable "gram from pageable host memory without staging"
+    grep -q "allocating 6464 bytes.*DSOLVE_PINNED_LIMIT.*copied straight from pageable memory" err.txt && ok ||
+        bad "gram, pageable X, no staging: $(cat err.txt)"
+
+    # Streamed from the file with not even two chunks of 8 rows pinned: the chunks halved down to 8 rows
+    # (a line each), then exit 1 naming the size, no output; a limit that is not a size is exit 2.
+    DSOLVE_PINNED_LIMIT=4K expect 1 "out of pinned host memory allocating 6464 bytes on rank 0 (DSOLVE_PINNED_LIMIT)" \
+        1 --input big.h5 --method gram --output out.h5 "${cap[@]}"
+    grep -q "trying chunks of 8 rows" err.txt && ok || bad "pinned limit 4K: no halving down to 8 rows: $(cat err.txt)"
+    DSOLVE_PINNED_LIMIT=lots expect 2 "DSOLVE_PINNED_LIMIT must be a size" 1 --input big.h5 --output out.h5 "${cap[@]}"
 fi
 
 # The caps' usage errors.

@@ -96,7 +96,8 @@ int ann_source_open_memory(ds_ctx *ctx, ann_source *src, const ds_data *d, int64
     src->open = 1;
     DS_CHECK(ctx->be->host_alloc(ctx, (void **)&src->z, bytes));
     DS_CHECK(ctx->be->host_alloc(ctx, (void **)&src->tc, bytes));
-    return rows_open_memory(ctx, &src->rows, d->X.data, d->y, d->row0, d->X.rows, d->X.cols, 0, chunk, phase);
+    return rows_open_memory(ctx, &src->rows, d->X.data, d->y, d->row0, d->X.rows, d->X.cols, 0, chunk,
+                            d->host == 2, phase);
 }
 
 void ann_source_close(ds_ctx *ctx, ann_source *src)

@@ -85,7 +85,8 @@ typedef struct ds_backend {
 
     // Staging of streamed inputs (core/rows.c). host_alloc: host memory that the backend copies from
     // fastest (pinned on CUDA, aligned on the CPU; DS_ERR_RUNTIME naming the size when short); host_free
-    // releases it. stage: copies bytes from such memory to backend memory as slot (0 .. DS_STAGES−1), on
+    // releases it. stage: copies bytes from such memory (from other host memory it works, but the copy may
+    // hold the host until done, and at a fraction of the rate) to backend memory as slot (0 .. DS_STAGES−1), on
     // the backend's copy queue, after the work queued before slot's last stage_release, and before the
     // work queued after it (the copy overlaps the work queued before). stage_wait: returns when slot's
     // copy is done, so its host memory may be refilled. stage_release: marks the end of the work that

@@ -190,6 +190,8 @@ static int cuda_open(ds_ctx *ctx)
     cuda_state *st = calloc(1, sizeof *st);
     ctx->be_state = st;
     int rc = st ? open_local(ctx, st) : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "cuda: out of host memory");
+    if (rc == DS_OK)
+        rc = cuda_pinned_limit(ctx, st);
     // Both checks are agreed on before NCCL starts, so no rank waits in ncclCommInitRank for one that
     // already failed.
     int dup = check_one_gpu_per_rank(ctx);

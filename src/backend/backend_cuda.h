@@ -2,7 +2,7 @@
 // shares with the workloads' CUDA files (solve_cuda.c, ann_cuda.c, sort_cuda.c, logreg_cuda.c,
 // bench_cuda.c): its state, the error checks, and the functions they call across. Those files reach the
 // stream, the library handles and the checks through it.
-// provides: cuda_state, state, cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage*, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
+// provides: cuda_state, state, cuda_axpy, cuda_pinned_limit, cuda_host_alloc, cuda_host_free, cuda_stage*, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
 //           scratch_reserve, SOLVER_CHECK, cuda_solver, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
 #ifndef DS_BACKEND_CUDA_H
 #define DS_BACKEND_CUDA_H
@@ -49,6 +49,7 @@ typedef struct cuda_state {
     cudaStream_t copy;
     cudaEvent_t staged[DS_STAGES], released[DS_STAGES];
     int release_pending[DS_STAGES];  // 1 when released[slot] was recorded since the slot's last copy
+    double pinned_limit;             // DSOLVE_PINNED_LIMIT's bytes (a test hook), 0 for none
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------
@@ -86,6 +87,9 @@ int scratch_reserve(ds_ctx *ctx, size_t doubles, double **out);
 // Staging and axpy (backend_cuda_stage.c; backend.h states their contracts); cuda_stage_close releases
 // the stream and events on close.
 int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha);
+// Reads DSOLVE_PINNED_LIMIT=SIZE (bytes, or with K, M, G or T) on open: a test hook under which a pinned
+// allocation larger than SIZE fails as a short cudaHostAlloc does. DS_ERR_USAGE when not a size.
+int cuda_pinned_limit(ds_ctx *ctx, cuda_state *st);
 int cuda_host_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
 void cuda_host_free(ds_ctx *ctx, void *ptr);
 int cuda_stage(ds_ctx *ctx, int slot, void *dst, const void *src, size_t bytes);

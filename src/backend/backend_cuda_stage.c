@@ -1,9 +1,10 @@
 // backend_cuda_stage.c: the CUDA backend's staging of streamed inputs (pinned host memory, copies on a
 // stream of their own that overlap the compute stream's work, ordered by events per slot) and axpy.
 // backend.h states the contracts; core/rows.c drives them.
-// provides: cuda_axpy, cuda_host_alloc, cuda_host_free, cuda_stage, cuda_stage_2d, cuda_stage_wait, cuda_stage_release,
+// provides: cuda_axpy, cuda_pinned_limit, cuda_host_alloc, cuda_host_free, cuda_stage, cuda_stage_2d, cuda_stage_wait, cuda_stage_release,
 //           cuda_stage_close
 #include "backend/backend_cuda.h"
+#include "cli/opts.h"  // opts_parse_size
 
 int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha)
 {
@@ -13,16 +14,41 @@ int cuda_axpy(ds_ctx *ctx, double *y, const double *x, int64_t n, double alpha)
     return DS_OK;
 }
 
+int cuda_pinned_limit(ds_ctx *ctx, cuda_state *st)
+{
+    const char *v = getenv("DSOLVE_PINNED_LIMIT");
+    st->pinned_limit = 0;
+    if (!v || !*v)
+        return DS_OK;
+    if (opts_parse_size(v, &st->pinned_limit) != DS_OK || st->pinned_limit < 1)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "DSOLVE_PINNED_LIMIT must be a size of at least 1 byte (bytes, or a "
+                       "number with K, M, G or T: 64M), not \"%s\"", v);
+    return DS_OK;
+}
+
 int cuda_host_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
 {
     *ptr = NULL;
-    cudaError_t rc = cudaHostAlloc(ptr, bytes ? bytes : 64, cudaHostAllocDefault);
-    if (rc == cudaSuccess)
-        return DS_OK;
-    (void)cudaGetLastError();  // an allocation failure is not sticky
-    *ptr = NULL;
-    return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "cuda: out of pinned host memory allocating %.2f GiB on rank %d (%s)",
-                   (double)bytes / GIB, ctx->rank, cudaGetErrorString(rc));
+    const double limit = state(ctx)->pinned_limit;
+    const char *why = "DSOLVE_PINNED_LIMIT";
+    if (!(limit > 0 && (double)bytes > limit)) {
+        cudaError_t rc = cudaHostAlloc(ptr, bytes ? bytes : 64, cudaHostAllocDefault);
+        if (rc == cudaSuccess)
+            return DS_OK;
+        (void)cudaGetLastError();  // an allocation failure is not sticky
+        *ptr = NULL;
+        why = cudaGetErrorString(rc);
+    }
+    // The size as read: bytes below a MiB (the staging of a few rows), else MiB or GiB.
+    char size[48];
+    if (bytes < (1 << 20))
+        snprintf(size, sizeof size, "%zu bytes", bytes);
+    else if ((double)bytes < GIB)
+        snprintf(size, sizeof size, "%.1f MiB", (double)bytes / (1 << 20));
+    else
+        snprintf(size, sizeof size, "%.2f GiB", (double)bytes / GIB);
+    return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "cuda: out of pinned host memory allocating %s on rank %d (%s)", size,
+                   ctx->rank, why);
 }
 
 void cuda_host_free(ds_ctx *ctx, void *ptr)

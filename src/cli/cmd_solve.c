@@ -143,7 +143,7 @@ static int solve_plan(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t *chun
 static int solve_open_memory(ds_ctx *ctx, solve_run *r, const ds_data *d, int64_t chunk)
 {
     return ctx_agree(ctx, rows_open_memory(ctx, &r->src, d->X.data, d->y, d->row0, d->X.rows, d->X.cols, r->f32,
-                                           chunk, "solve: streaming X from host memory"));
+                                           chunk, d->host == 2, "solve: streaming X from host memory"));
 }
 
 static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)

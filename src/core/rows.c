@@ -65,17 +65,23 @@ int64_t rows_window_col(const ds_rows *s, int64_t col)
     return col;
 }
 
-// Packs rows of cols columns (f32 or double) into the window's columns, in place: row r's pieces move
-// down to r·width, never past bytes not yet moved.
-static void rows_pack(void *X, int64_t nr, int64_t cols, int f32, const int64_t *win, int nwin)
+// Rows [0, nr) of src (whole rows of the source, row-major) into dst as this pass's chunks hold them:
+// whole rows, or the window's columns packed. dst may be src (a producer's rows packed in place): row r's
+// pieces move down to r·width, never past bytes not yet moved.
+static void rows_pack(const ds_rows *s, void *dst, const void *src, int64_t nr)
 {
-    const size_t es = f32 ? 4 : 8;
-    char *dst = X;
+    const size_t es = s->f32 ? 4 : 8;
+    if (!s->nwin) {
+        if (dst != src)
+            memcpy(dst, src, (size_t)nr * rows_row_bytes(s->cols, s->f32));
+        return;
+    }
+    char *d = dst;
     for (int64_t r = 0; r < nr; r++)
-        for (int i = 0; i < nwin; i++) {
-            const size_t len = (size_t)(win[2 * i + 1] - win[2 * i]) * es;
-            memmove(dst, (const char *)X + ((size_t)r * (size_t)cols + (size_t)win[2 * i]) * es, len);
-            dst += len;
+        for (int i = 0; i < s->nwin; i++) {
+            const size_t len = (size_t)(s->win[2 * i + 1] - s->win[2 * i]) * es;
+            memmove(d, (const char *)src + ((size_t)r * (size_t)s->cols + (size_t)s->win[2 * i]) * es, len);
+            d += len;
         }
 }
 
@@ -87,8 +93,7 @@ static void rows_pack(void *X, int64_t nr, int64_t cols, int f32, const int64_t 
 static int rows_produce_piece(ds_rows *s, int64_t row, int64_t nr, void *X, double *y, ds_msg *m)
 {
     DS_CHECK(s->produce(s->arg, row, nr, X, y, m));
-    if (s->nwin)
-        rows_pack(X, nr, s->cols, s->f32, s->win, s->nwin);
+    rows_pack(s, X, X, nr);
     return DS_OK;
 }
 
@@ -160,32 +165,49 @@ static void rows_init(ds_rows *s, int64_t row0, int64_t rows, int64_t cols, int 
     pthread_cond_init(&s->cv, NULL);
 }
 
-int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
-              int f32, int64_t chunk_rows, const char *phase)
+// The chunk buffers, with chunks halved while pinned memory is short (the host's limit on locked pages,
+// other jobs: it can run short before the caps say), down to ROWS_MIN_CHUNK; then the failure naming the
+// size, the buffers had so far left for rows_free_buffers.
+static int rows_buffers_fit(ds_ctx *ctx, ds_rows *s)
 {
-    rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
-    s->produce = produce, s->arg = arg;
-    // Pinned memory can run short before the caps say (the host's limit on locked pages, other jobs):
-    // smaller chunks first, down to ROWS_MIN_CHUNK, then the failure naming the size.
     for (;;) {
         const int rc = rows_buffers(ctx, s);
         if (rc == DS_OK || s->chunk_rows <= ROWS_MIN_CHUNK)
             return rc;
         rows_free_buffers(ctx, s);
-        ctx_log(ctx, "%s: %s; trying chunks of %lld rows", s->phase, ctx->msg.text, (long long)(s->chunk_rows / 2));
-        ctx->msg.text[0] = '\0';
         s->chunk_rows = s->chunk_rows / 2 > ROWS_MIN_CHUNK ? s->chunk_rows / 2 : ROWS_MIN_CHUNK;
+        ctx_log(ctx, "%s: %s; trying chunks of %lld rows", s->phase, ctx->msg.text, (long long)s->chunk_rows);
+        ctx->msg.text[0] = '\0';
     }
 }
 
+int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t row0, int64_t rows, int64_t cols,
+              int f32, int64_t chunk_rows, const char *phase)
+{
+    rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
+    s->produce = produce, s->arg = arg;
+    return rows_buffers_fit(ctx, s);
+}
+
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
-                     int64_t cols, int f32, int64_t chunk_rows, const char *phase)
+                     int64_t cols, int f32, int64_t chunk_rows, int pageable, const char *phase)
 {
     rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
     s->mem_x = X, s->mem_y = y;
-    s->x_bytes = ((size_t)chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
+    if (pageable && !ctx->be->host_memory) {
+        // A copy from pageable memory is staged by the driver and holds the host until done, a strided
+        // one (a window) at a fraction of that rate: each chunk is packed into a pinned buffer first.
+        if (rows_buffers_fit(ctx, s) == DS_OK)
+            return DS_OK;
+        ctx_log(ctx, "%s: %s; chunks copied straight from pageable memory instead (slower copies)", phase,
+                ctx->msg.text);
+        ctx->msg.text[0] = '\0';
+        rows_free_buffers(ctx, s);
+        s->chunk_rows = chunk_rows;
+    }
+    s->x_bytes = ((size_t)s->chunk_rows * rows_row_bytes(cols, f32) + 255) / 256 * 256;
     for (int i = 0; i < 2 && !ctx->be->host_memory; i++)
-        DS_CHECK(ctx->be->alloc(ctx, &s->dev[i], s->x_bytes + (size_t)chunk_rows * sizeof(double)));
+        DS_CHECK(ctx->be->alloc(ctx, &s->dev[i], s->x_bytes + (size_t)s->chunk_rows * sizeof(double)));
     return DS_OK;
 }
 
@@ -301,40 +323,44 @@ static void rows_progress(ds_ctx *ctx, ds_rows *s)
 }
 
 // Chunk k of a memory source: in place on a host backend, else staged to slot k mod 2 (the copy waits for
-// the work on that slot's last chunk, and the work queued after it waits for the copy; no host wait).
+// the work on that slot's last chunk, and the work queued after it waits for the copy; no host wait but,
+// from pageable memory, for the slot's last copy to leave its pinned buffer before the chunk is packed in).
 static int rows_next_memory(ds_ctx *ctx, ds_rows *s, int64_t k, ds_mat *X, const double **y)
 {
+    const ds_backend *be = ctx->be;
     const int slot = (int)(k & 1);
     const int64_t r0 = k * s->chunk_rows, nr = s->pass_rows - r0 < s->chunk_rows ? s->pass_rows - r0 : s->chunk_rows;
-    const size_t rb = rows_row_bytes(s->cols, s->f32), es = s->f32 ? 4 : 8;
+    const size_t rb = rows_row_bytes(s->cols, s->f32), wb = rows_pass_row_bytes(s), es = s->f32 ? 4 : 8;
     const char *x = (const char *)s->mem_x + (size_t)r0 * rb;
     const double *yy = s->mem_y + r0;
-    if (s->nwin) {  // each range's columns by one strided copy: only they are moved
-        const size_t wb = rows_pass_row_bytes(s);
+    char *dev = s->dev[slot];
+    if (s->host[slot]) {  // pageable X: the chunk's rows (a window's columns) packed, then one copy each
+        char *h = s->host[slot];
+        DS_CHECK(be->stage_wait(ctx, slot));
+        rows_pack(s, h, x, nr);
+        memcpy(h + s->x_bytes, yy, (size_t)nr * sizeof(double));
+        x = h, yy = (const double *)(h + s->x_bytes);
+    }
+    X->data = x;
+    *y = yy;
+    if (s->nwin && !s->host[slot]) {  // each range's columns by one strided copy: only they are moved
         for (int64_t i = 0, off = 0; i < s->nwin; off += s->win[2 * i + 1] - s->win[2 * i], i++)
-            DS_CHECK(ctx->be->stage_2d(ctx, slot, (char *)s->dev[slot] + (size_t)off * es, wb,
-                                       x + (size_t)s->win[2 * i] * es, rb,
-                                       (size_t)(s->win[2 * i + 1] - s->win[2 * i]) * es, (size_t)nr));
-        X->data = s->dev[slot];
-        *y = yy;
-        if (!ctx->be->host_memory) {
-            DS_CHECK(ctx->be->stage(ctx, slot, (char *)s->dev[slot] + s->x_bytes, yy, (size_t)nr * sizeof(double)));
-            *y = (const double *)((const char *)s->dev[slot] + s->x_bytes);
-        }
-    } else if (ctx->be->host_memory) {
-        X->data = (void *)x;
-        *y = yy;
-    } else {
-        DS_CHECK(ctx->be->stage(ctx, slot, s->dev[slot], x, (size_t)nr * rb));
-        DS_CHECK(ctx->be->stage(ctx, slot, (char *)s->dev[slot] + s->x_bytes, yy, (size_t)nr * sizeof(double)));
-        X->data = s->dev[slot];
-        *y = (const double *)((const char *)s->dev[slot] + s->x_bytes);
+            DS_CHECK(be->stage_2d(ctx, slot, dev + (size_t)off * es, wb, x + (size_t)s->win[2 * i] * es, rb,
+                                  (size_t)(s->win[2 * i + 1] - s->win[2 * i]) * es, (size_t)nr));
+        X->data = dev;
+    } else if (!be->host_memory) {
+        DS_CHECK(be->stage(ctx, slot, dev, x, (size_t)nr * wb));
+        X->data = dev;
+    }
+    if (!be->host_memory) {
+        DS_CHECK(be->stage(ctx, slot, dev + s->x_bytes, yy, (size_t)nr * sizeof(double)));
+        *y = (const double *)(dev + s->x_bytes);
     }
     X->rows = nr;
     X->cols = rows_pass_cols(s);
     s->cur = slot;
     s->next = k + 1;
-    s->bytes += (double)nr * (double)(rows_pass_row_bytes(s) + sizeof(double));
+    s->bytes += (double)nr * (double)(wb + sizeof(double));
     rows_progress(ctx, s);
     return DS_OK;
 }

@@ -49,11 +49,12 @@ typedef struct ds_rows {
     int nwin;
 
     // rows_open_memory: the rank's rows already in host memory (no reader; chunks are staged straight
-    // from there, or given in place on a host backend), else NULL.
+    // from there, or through host[] when pageable, or given in place on a host backend), else NULL.
     const void *mem_x;
     const double *mem_y;
 
-    void *host[2], *dev[2];  // chunk buffers [X rows | y rows]; dev == host on a host backend
+    void *host[2], *dev[2];  // chunk buffers [X rows | y rows]; dev == host on a host backend; a memory
+                             // source's host[] only over pageable rows on a device backend, else NULL
     size_t x_bytes;          // offset of y in a buffer
     int owns_arg;
 
@@ -88,11 +89,14 @@ int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, c
                  int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase);
 
 // A source over the rank's rows X (rows × cols, f32 or double, row-major) and y in host memory that
-// stays valid until rows_close: from the backend's host_alloc (pinned) on a device backend, so that the
-// chunks' copies overlap the compute; on a host backend the chunks are X and y themselves (a window's: copies
-// in two buffers of the source's own, made by the first pass that takes one). No spans.
+// stays valid until rows_close: on a device backend from the backend's host_alloc (pinned), so that the
+// chunks' copies overlap the compute, or pageable (1: malloc's, where pinned memory was short), whose
+// chunks are packed into two pinned buffers of the source's own and copied from there (chunks halved as
+// rows_open's while those are short; without them, copied straight from X, slower, with a line on
+// stderr); on a host backend the chunks are X and y themselves (a window's: copies in two buffers of the
+// source's own, made by the first pass that takes one). No spans.
 int rows_open_memory(ds_ctx *ctx, ds_rows *s, const void *X, const double *y, int64_t row0, int64_t rows,
-                     int64_t cols, int f32, int64_t chunk_rows, const char *phase);
+                     int64_t cols, int f32, int64_t chunk_rows, int pageable, const char *phase);
 
 // The next pass's column window: the union of n ranges [cols[2i], cols[2i+1]) within the columns, in any
 // order, overlapping or not (empty ones ignored); its chunks hold those columns ascending, packed. Stored

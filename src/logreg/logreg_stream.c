@@ -292,7 +292,7 @@ int logreg_stream_open(ds_ctx *ctx, const lr_source *src, const lr_hold *hold, i
     if (rc == DS_OK && hold->host) {
         rc = lr_fill_host(ctx, s, p, row0, n, hold->chunk_rows);
         if (rc == DS_OK)
-            rc = rows_open_memory(ctx, s->src, s->host_x, s->host_y, row0, n, s->cols, f32, hold->chunk_rows,
+            rc = rows_open_memory(ctx, s->src, s->host_x, s->host_y, row0, n, s->cols, f32, hold->chunk_rows, 0,
                                   "logreg: streaming X from host memory");
         free(p);
     } else if (rc == DS_OK) {
