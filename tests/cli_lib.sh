@@ -81,6 +81,14 @@ cli_interrupted() {
     rm -f ck.h5.part*
 }
 
+# cli_wait_streaming FILE: waits (60 s at most) until a run started with DSOLVE_PROGRESS_SECONDS=0 has
+# written a streamed pass's first progress line to FILE: a change to its input after that comes while
+# it streams, whatever the backend's start-up time.
+cli_wait_streaming() {
+    for _ in $(seq 600); do grep -q "(pass [0-9]*):" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+
 # finish NAME: the verdict line; the exit status is 0 when nothing failed and something passed.
 finish() {
     echo "$1: $pass passed, $fail failed"

@@ -142,9 +142,10 @@ for cmd in ann predict; do
     cp big.h5 cut.h5
     rm -f out.h5 out.h5.part*
     if [ $cmd = ann ]; then args=(ann --input cut.h5 "${net[@]}"); else args=(predict --model model.h5 --input cut.h5); fi
-    "$mpiexec" -np 1 "$dsolve" "${args[@]}" --backend "$cli_backend" --output out.h5 "${c[@]}" >out.txt 2>err.txt &
+    DSOLVE_PROGRESS_SECONDS=0 "$mpiexec" -np 1 "$dsolve" "${args[@]}" --backend "$cli_backend" --output out.h5 "${c[@]}" \
+        >out.txt 2>err.txt &
     job=$!
-    sleep 1
+    cli_wait_streaming err.txt
     truncate -s 150M cut.h5
     wait $job
     rc=$?

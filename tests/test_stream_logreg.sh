@@ -108,10 +108,10 @@ fi
 
 # Truncated while it streams: exit 3 naming the file and the dataset, no plot written.
 rm -f out.svg
-timeout 300 "$mpiexec" -np 1 "$dsolve" logreg --backend "$cli_backend" --input big.h5 --optimizer gd --iters 1000 \
-    "${c[@]}" --plot out.svg >out.txt 2>err.txt &
+DSOLVE_PROGRESS_SECONDS=0 timeout 300 "$mpiexec" -np 1 "$dsolve" logreg --backend "$cli_backend" --input big.h5 \
+    --optimizer gd --iters 1000 "${c[@]}" --plot out.svg >out.txt 2>err.txt &
 job=$!
-sleep 3
+cli_wait_streaming err.txt
 "$py" -c "import os; os.truncate('big.h5', 200 << 20)"
 wait "$job"
 rc=$?

@@ -339,7 +339,7 @@ static void ann_json(const ds_ctx *ctx, const ann_run *r, double total)
     json_bool(&j, "streamed", streamed);
     json_str(&j, "stream_source", !streamed ? "" : r->plan.from_memory ? "host memory" : "file");
     json_int(&j, "chunk_rows", streamed ? (r->st.train.open ? r->st.train : r->st.test).rows.chunk_rows : 0);
-    json_num(&j, "bytes_moved", r->stream_bytes);
+    json_int(&j, "bytes_moved", (int64_t)r->stream_bytes);  // a count: every digit
     json_num(&j, "stream_rate_gbps", streamed ? r->stream_bytes / r->stream_seconds / 1e9 : NAN);
     json_str(&j, "output", opts_str(&r->args, "output") ? opts_str(&r->args, "output") : "");
     json_end(&j, stdout);

@@ -269,7 +269,7 @@ static void logreg_json(const ds_ctx *ctx, const lr_run *r, const lr_row *rows, 
     json_bool(&j, "test_streamed", last->test_streamed);
     json_int(&j, "resident_rows", (int64_t)last->resident[0]);
     json_int(&j, "test_resident_rows", (int64_t)last->resident[1]);
-    json_num(&j, "bytes_moved", last->bytes_moved);
+    json_int(&j, "bytes_moved", (int64_t)last->bytes_moved);  // a count: every digit
     json_num(&j, "stream_rate_gbps", last->streamed ? last->bytes_moved / last->stream_seconds / 1e9 : NAN);
     json_end(&j, stdout);
 }

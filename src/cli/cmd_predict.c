@@ -145,7 +145,7 @@ static void predict_report(const ds_ctx *ctx, const predict_run *r, double total
         json_bool(&j, "streamed", r->src.open);
         json_str(&j, "stream_source", !r->src.open ? "" : r->plan.from_memory ? "host memory" : "file");
         json_int(&j, "chunk_rows", r->src.open ? r->src.rows.chunk_rows : 0);
-        json_num(&j, "bytes_moved", r->stream_bytes);
+        json_int(&j, "bytes_moved", (int64_t)r->stream_bytes);  // a count: every digit
         json_num(&j, "stream_rate_gbps", r->src.open ? r->stream_bytes / r->stream_seconds / 1e9 : NAN);
         json_num(&j, "seconds", r->seconds);
         json_num(&j, "total_seconds", total);

@@ -129,7 +129,7 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     json_bool(&j, "streamed", res->streamed);
     json_str(&j, "stream_source", !res->streamed ? "" : r->stream_host ? "host memory" : "file");
     json_int(&j, "chunk_rows", res->chunk_rows);
-    json_num(&j, "bytes_moved", res->bytes_moved);
+    json_int(&j, "bytes_moved", (int64_t)res->bytes_moved);  // a count: every digit
     json_num(&j, "stream_rate_gbps", res->streamed ? res->bytes_moved / res->stream_seconds / 1e9 : NAN);
     json_str(&j, "stream_note", res->stream_note);
     json_end(&j, stdout);

@@ -259,7 +259,7 @@ static void sort_report(ds_ctx *ctx, sort_cmd *c)
         json_bool(&j, "streamed", c->streamed);
         json_int(&j, "chunk_keys", c->streamed ? c->ss.chunk : c->n_global);
         json_int(&j, "runs", c->streamed ? c->ss.runs : 1);
-        json_num(&j, "bytes_moved", c->streamed ? c->ss.bytes_moved : 0.0);
+        json_int(&j, "bytes_moved", c->streamed ? (int64_t)c->ss.bytes_moved : 0);  // a count: every digit
         json_num(&j, "stream_rate_gbps", c->streamed && c->seconds > 0 ? c->ss.bytes_moved / c->seconds / 1e9 : NAN);
         json_num(&j, "io_seconds", c->streamed ? c->ss.io_seconds : NAN);
         json_int(&j, "repeat", opts_int(&c->a, "repeat"));
