@@ -1,5 +1,5 @@
 // ann_cuda.c: the network's operations on the CUDA backend: cuBLAS strided-batched products and
-// cuSOLVER batched Cholesky for the hidden fits (a few launches a group of ANN_FIT_GROUP neurons), cuBLAS
+// cuSOLVER batched Cholesky for the hidden fits (a few launches a group of neurons, ann_fit_group), cuBLAS
 // for H, its Gram by blocks and the output, cuSOLVER potrf/potrs (syevd when Cholesky fails) for the
 // output layer.
 #include <cusolverDn.h>
@@ -109,19 +109,19 @@ static int fit_products(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int
     return DS_OK;
 }
 
-// The fits by groups that end at the multiples of ANN_FIT_GROUP: the batched calls' kernels, chosen by
-// their batch counts too, are then the same for a neuron on any number of ranks (ann_hidden.c's rounds
-// and ranks hold whole groups).
+// The fits by groups that end at the multiples of G = ann_fit_group(S, n): the batched calls' kernels,
+// chosen by their batch counts too, are then the same for a neuron on any number of ranks and any budget
+// (ann_hidden.c's rounds and ranks hold whole groups).
 static int gpu_fit(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
                    double *W, int *failed, double *scratch)
 {
     cuda_state *st = state(ctx);
-    const int64_t n1 = n + 1, g = S >= n1 ? n1 : S;
-    if (ANN_FIT_GROUP * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
+    const int64_t n1 = n + 1, g = S >= n1 ? n1 : S, G = ann_fit_group(S, n);
+    if (G * g * g > INT32_MAX || S * (n + 2) > INT32_MAX)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "hidden fits of %lld rows x %lld inputs are too large for one batch",
                        (long long)S, (long long)n);
     for (int64_t i = 0; i < nb;) {
-        const int64_t k = k0 + i, to_end = ANN_FIT_GROUP - k % ANN_FIT_GROUP, c = nb - i < to_end ? nb - i : to_end;
+        const int64_t k = k0 + i, to_end = G - k % G, c = nb - i < to_end ? nb - i : to_end;
         fit_bufs b = fit_layout(scratch, c, S, g, failed + i);
         const double *Ai = A + i * S * (n + 2);
         double *Wi = W + i * n1;

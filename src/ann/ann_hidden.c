@@ -32,27 +32,22 @@ typedef struct hidden_trace {
     double exchange, fits;     // backend marks: rows exchanged and placed, fits
 } hidden_trace;
 
-// The rank's neurons k0 .. k0+kn−1: whole groups of ANN_FIT_GROUP, the first ranks one more.
-static void hidden_partition(int64_t K, int nranks, int rank, int64_t *k0, int64_t *kn)
-{
-    data_partition_blocks(K, ANN_FIT_GROUP, nranks, rank, k0, kn);
-}
-
 static hidden_plan plan_of(const ds_ctx *ctx, const ann_ops *ops, const ann_dev *dv, const ann_opts *o, int64_t S,
                            int64_t budget)
 {
     const int64_t n = dv->X->cols, K = o->neurons;
+    const int64_t G = ann_fit_group(S, n);  // the rank's neurons: whole groups of G, the first ranks one more
     hidden_plan pl = {.S = S, .n = n};
-    hidden_partition(K, ctx->nranks, ctx->rank, &pl.k0, &pl.kn);
+    data_partition_blocks(K, G, ctx->nranks, ctx->rank, &pl.k0, &pl.kn);
     // Per neuron: A and, with an exchange, the rows sent and received (S rows of n + 2 each), its subset
     // and, with an exchange, the requests made and served (S indices each), its share of the fits' scratch.
     const int64_t parts = ctx->nranks > 1 ? 3 : 1;
     const int64_t neuron_bytes = (parts * S * (n + 3) + ops->fit_scratch(1, S, n)) * (int64_t)sizeof(double);
     int64_t per_round = budget / neuron_bytes;
     per_round = per_round < 1 ? 1 : per_round > INT_MAX / S ? INT_MAX / S : per_round;  // MPI and BLAS int counts
-    pl.per_round = per_round >= ANN_FIT_GROUP ? per_round / ANN_FIT_GROUP * ANN_FIT_GROUP : per_round;
+    pl.per_round = per_round >= G ? per_round / G * G : per_round;
     int64_t q0 = 0, kmax = 0;  // rank 0 holds the most groups
-    hidden_partition(K, ctx->nranks, 0, &q0, &kmax);
+    data_partition_blocks(K, G, ctx->nranks, 0, &q0, &kmax);
     pl.rounds = (kmax + pl.per_round - 1) / pl.per_round;
     pl.nb_max = pl.kn < pl.per_round ? pl.kn : pl.per_round;
     pl.nb_cap = kmax < pl.per_round ? kmax : pl.per_round;
@@ -155,7 +150,7 @@ static int gather_weights(ds_ctx *ctx, const ann_opts *o, const hidden_plan *pl,
     if (rc == DS_OK) {
         for (int q = 0; q < ctx->nranks; q++) {
             int64_t q0, qn;
-            hidden_partition(K, ctx->nranks, q, &q0, &qn);
+            data_partition_blocks(K, ann_fit_group(pl->S, pl->n), ctx->nranks, q, &q0, &qn);
             cnt[q] = (int)(qn * n1), cnt[ctx->nranks + q] = (int)(q0 * n1);
         }
         MPI_Allgatherv(W_mine, (int)(pl->kn * n1), MPI_DOUBLE, m->W, cnt, cnt + ctx->nranks, MPI_DOUBLE, ctx->comm);

@@ -45,7 +45,7 @@ typedef struct ann_ops {
     // z == (k mod classes). W: nb × (n+1). S ≥ n+1: normal equations; else the minimum-norm
     // solution. A neuron whose system is singular or whose weights are not finite gets zero weights
     // and a 1 in failed[i] (backend memory, nb ints). scratch: fit_scratch(nb, S, n) doubles.
-    // A batched backend splits the neurons at the multiples of ANN_FIT_GROUP (ann_types.h).
+    // A batched backend splits the neurons at the multiples of ann_fit_group(S, n) (ann_types.h).
     int (*fit)(ds_ctx *ctx, const double *A, int64_t nb, int64_t S, int64_t n, int classes, int64_t k0,
                double *W, int *failed, double *scratch);
     // H (rows × ld, row-major) = [tanh(X·W[:, :n]ᵀ + W[:, n]ᵀ) | 1 | T], T = y (outputs 1) or the

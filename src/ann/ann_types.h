@@ -1,6 +1,6 @@
 // ann_types.h: the network's options, model and metrics, shared by the algorithm (ann.c), its hidden layer and
 // row exchange (ann_hidden.c, ann_rows.c) and the model file (ann_io.c).
-// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT, ANN_FIT_GROUP
+// provides: ann_opts, ann_model, ann_metrics, ANN_TARGET, ANN_RIDGE_REL, ANN_EIGEN_CUT, ANN_FIT_GROUP, ann_fit_group
 #ifndef DS_ANN_TYPES_H
 #define DS_ANN_TYPES_H
 
@@ -25,10 +25,22 @@ typedef struct ann_opts {
 
 #define ANN_RIDGE_REL 1e-10
 #define ANN_EIGEN_CUT 1e-15  // eigenvalues below ANN_EIGEN_CUT · K1 · the largest are dropped
-// The hidden neurons go to ranks, rounds and batched fits in groups of ANN_FIT_GROUP (global indices
-// g·ANN_FIT_GROUP ..): a batched library call picks its kernel by its batch count too, so a neuron's
-// weights have the same bits on any number of ranks only if every call holds the same group.
+// The hidden neurons go to ranks, rounds and batched fits in groups (global indices g·G ..): a batched
+// library call picks its kernel by its batch count too, so a neuron's weights have the same bits on any
+// number of ranks and any memory budget only if every call holds the same group. G = ann_fit_group(S, n):
+// ANN_FIT_GROUP, halved while the group's fit rows (S of n + 2 doubles a neuron) pass ANN_FIT_GROUP_BYTES;
+// a function of the problem alone. (A budget that holds fewer than G neurons a round cuts the groups.)
 #define ANN_FIT_GROUP 128
+#define ANN_FIT_GROUP_BYTES (64.0 * 1024 * 1024)
+
+static inline int64_t ann_fit_group(int64_t S, int64_t n)
+{
+    const double neuron = (double)S * (double)(n + 2) * 8.0;
+    int64_t g = ANN_FIT_GROUP;
+    while (g > 1 && (double)g * neuron > ANN_FIT_GROUP_BYTES)
+        g /= 2;
+    return g;
+}
 
 typedef struct ann_model {
     int64_t n, neurons, outputs;  // inputs, K, C (1 for regression)
