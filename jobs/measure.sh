@@ -11,7 +11,8 @@
 #   raw.tar.gz     each run's stdout/stderr (PART.NAME.out/.err) and the bench plots
 # PARTs, in the order given (a GPU part on a machine without a GPU is skipped, not failed):
 #   build        jobs/build.sh into DSOLVE_BUILD (default build/; incremental)
-#   ctest        ctest -L gpu (the GPU tests; they skip without a GPU);  ctest-all  every test
+#   ctest        the GPU tests (ctest -L gpu; they skip without a GPU), spread over the GPUs by
+#                jobs/gpu_ctest.py;  ctest-all  every test, by ctest
 #   sanitize     compute-sanitizer: memcheck over the GPU op and end-to-end tests (one rank), racecheck
 #                over the ops with shared-memory kernels
 #   sanitize-cli compute-sanitizer memcheck over dsolve itself in the streaming command-line tests (gpu:
@@ -213,12 +214,18 @@ part_info() {
     dsr info $((DS_GPUS > 0 ? DS_GPUS : 1)) info
 }
 
+# ctest: the gpu tests, several at once where there are several GPUs, each on GPUs of its own
+# (jobs/gpu_ctest.py; each test's log in raw.tar.gz, gpu-tests/); ctest-all: every test, by ctest.
 part_ctest() {
-    local label=(-L gpu)
-    [ "$part" = ctest ] || label=()
-    [ -z "${DSOLVE_CTEST_REGEX:-}" ] || label+=(-R "$DSOLVE_CTEST_REGEX")
-    DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
-        run tests ctest --test-dir "$DS_BUILD" "${label[@]}" -j 4 --output-on-failure --timeout 300
+    local regex=()
+    [ -z "${DSOLVE_CTEST_REGEX:-}" ] || regex=(-R "$DSOLVE_CTEST_REGEX")
+    if [ "$part" = ctest ]; then
+        DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
+            run tests python3 jobs/gpu_ctest.py "$DS_BUILD" "$DS_RAW/gpu-tests" "${regex[@]}" --timeout 600
+    else
+        DSOLVE_RUN_TIMEOUT=${DSOLVE_CTEST_TIMEOUT:-900} \
+            run tests ctest --test-dir "$DS_BUILD" "${regex[@]}" -j 4 --output-on-failure --timeout 300
+    fi
 }
 
 # compute-sanitizer over the GPU tests of one rank: memcheck of every backend op and of the end-to-end
