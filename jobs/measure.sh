@@ -16,7 +16,8 @@
 #   sanitize     compute-sanitizer: memcheck over the GPU op and end-to-end tests (one rank), racecheck
 #                over the ops with shared-memory kernels
 #   sanitize-cli compute-sanitizer memcheck over dsolve itself in the streaming command-line tests (gpu:
-#                stream_cli, stream_logreg, stream_ann, stream_sort_cli; one report fails the run); slow
+#                stream_cli, stream_logreg, stream_ann, stream_sort_cli, at once on a machine with several
+#                GPUs; one report fails the run); slow (up to 10 minutes a test)
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
 #                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
@@ -260,9 +261,25 @@ part_sanitize_cli() {
     # shellcheck disable=SC2016  # $1 and $@ are the wrapper's own
     printf '#!/bin/sh\n[ "$1" = gen ] && exec %s "$@"\nexec %s --tool memcheck --error-exitcode 9 --print-limit 20 --log-file %s/memcheck.%%p.log %s "$@"\n' \
         "$DS_ROOT/$dsolve" "$cs" "$DS_RAW" "$DS_ROOT/$dsolve" >"$wrap" && chmod +x "$wrap"
+    # Each test takes minutes under memcheck: with several GPUs they run at once, one GPU each.
+    local -x DSOLVE_RUN_TIMEOUT=${DSOLVE_RUN_TIMEOUT:-600}
+    local i=0 nf=${#failed[@]} nc=${#cut[@]}
     for t in stream_cli stream_logreg stream_ann stream_sort_cli; do
-        run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
+        if [ "$DS_GPUS" -lt 2 ]; then
+            run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
+            continue
+        fi
+        (  # a run's failure or cut goes back to this shell through a file
+            export CUDA_VISIBLE_DEVICES=$((i % DS_GPUS))
+            run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
+            [ ${#failed[@]} -eq "$nf" ] || echo "${failed[-1]}" >>"$DS_RAW/sanitize-cli.failed"
+            [ ${#cut[@]} -eq "$nc" ] || echo "${cut[-1]}" >>"$DS_RAW/sanitize-cli.cut"
+        ) &
+        i=$((i + 1))
     done
+    wait
+    [ ! -s "$DS_RAW/sanitize-cli.failed" ] || mapfile -t -O "$nf" failed <"$DS_RAW/sanitize-cli.failed"
+    [ ! -s "$DS_RAW/sanitize-cli.cut" ] || mapfile -t -O "$nc" cut <"$DS_RAW/sanitize-cli.cut"
     local line
     while read -r line; do ds_log "memcheck (processes, summary): $line"; done \
         < <(grep -h "ERROR SUMMARY" "$DS_RAW"/memcheck.*.log 2>/dev/null | sort | uniq -c)
