@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""gpu_ctest.py BUILD_DIR OUT_DIR [-R REGEX] [--gpus N] [--timeout S]: the tests labelled gpu, several at
-once on a machine with several GPUs, each on GPUs of its own.
+"""gpu_ctest.py BUILD_DIR OUT_DIR [-R REGEX] [-E REGEX] [--gpus N] [--timeout S] [--deadline S]
+[--narrow-first] [--memcheck]: the tests
+labelled gpu, several at once on a machine with several GPUs, each on GPUs of its own.
 
 ctest runs the gpu tests one after the other (they share one RESOURCE_LOCK: two of them on one device
 would contend, see tests/CMakeLists.txt). Here each test gets the GPUs it needs (its PROCESSORS, one a
@@ -8,13 +9,23 @@ rank; all the machine has when it asks for more) through CUDA_VISIBLE_DEVICES, a
 not overlap run at the same time, the ones needing most GPUs first. Each test runs through ctest itself
 (`ctest -R ^NAME$`, so its environment, timeout and skip code are the build's). Writes OUT_DIR/NAME.log
 per test and OUT_DIR/summary.txt (status, seconds and GPUs a test, then ctest's closing lines); prints
-the summary; exits 1 when a test failed, 0 otherwise (a skipped test is not a failure). --gpus (default: `nvidia-smi -L`) says how many
+the summary; --deadline ends the whole run after S seconds (running tests are cut, the rest marked not
+run), --narrow-first starts the tests needing fewest GPUs first; exits 1 when a test failed, 0 otherwise (a skipped test is not a failure). --gpus (default: `nvidia-smi -L`) says how many
 GPUs there are, e.g. to try the scheduling on a machine without one (the tests then skip).
+
+--memcheck runs every test's GPU processes under compute-sanitizer's memcheck (one log a process,
+OUT_DIR/NAME.memcheck.PID.log; a report fails the test): the test's command is run as ctest would run
+it (its ENVIRONMENT, SKIP_RETURN_CODE), with the sanitizer put before the test program in each rank
+of an mpiexec line, and dsolve replaced by a wrapper that starts it under the sanitizer in the
+command-line tests (`dsolve gen` runs no GPU code and is run as it is). Tests that find their ranks by
+their command line to signal them (the checkpoint tests) cannot run so: leave them out with -E.
 """
 import argparse
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -28,14 +39,36 @@ def gpu_count():
     return sum(1 for line in out.splitlines() if line.startswith("GPU"))
 
 
-def gpu_tests(build, regex):
-    cmd = ["ctest", "--test-dir", build, "--show-only=json-v1", "-L", "gpu"] + (["-R", regex] if regex else [])
+def gpu_tests(build, regex, exclude):
+    cmd = ["ctest", "--test-dir", build, "--show-only=json-v1", "-L", "gpu"]
+    cmd += (["-R", regex] if regex else []) + (["-E", exclude] if exclude else [])
     listing = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     tests = []
     for t in listing["tests"]:
         props = {p["name"]: p["value"] for p in t.get("properties", [])}
-        tests.append((t["name"], int(props.get("PROCESSORS", 1))))
+        tests.append((t["name"], int(props.get("PROCESSORS", 1)), t["command"], props))
     return tests
+
+
+def memcheck_command(cmd, build, sanitizer, wrapper):
+    """The test's command with its GPU processes under the sanitizer (see --memcheck)."""
+    dsolve = os.path.join(os.path.abspath(build), "dsolve")
+    out = [wrapper if c == dsolve else c for c in cmd]
+    if os.path.basename(out[0]).startswith(("mpiexec", "mpirun")):
+        tests_dir = os.path.join(os.path.abspath(build), "tests") + os.sep
+        k = next((i for i, c in enumerate(out) if c.startswith(tests_dir)), None)
+        if k is not None:
+            out[k:k] = sanitizer
+    return out
+
+
+def write_wrapper(path, build, sanitizer):
+    dsolve = os.path.join(os.path.abspath(build), "dsolve")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n")
+        f.write(f'[ "$1" = gen ] && exec {dsolve} "$@"\n')
+        f.write(f'exec {" ".join(sanitizer)} {dsolve} "$@"\n')
+    os.chmod(path, 0o755)
 
 
 def main():
@@ -43,18 +76,31 @@ def main():
     ap.add_argument("build")
     ap.add_argument("out")
     ap.add_argument("-R", dest="regex", default="")
+    ap.add_argument("-E", dest="exclude", default="")
+    ap.add_argument("--deadline", type=int, default=0, help="seconds for the whole run (0: none)")
+    ap.add_argument("--narrow-first", action="store_true", help="the tests needing fewest GPUs first")
+    ap.add_argument("--memcheck", action="store_true", help="under compute-sanitizer memcheck")
     ap.add_argument("--gpus", type=int, default=None)
     ap.add_argument("--timeout", type=int, default=900, help="seconds a test may take (ctest --timeout)")
     a = ap.parse_args()
     ngpu = a.gpus if a.gpus is not None else gpu_count()
     slots = max(ngpu, 1)  # without a GPU the tests still run (and skip), one at a time
     os.makedirs(a.out, exist_ok=True)
-    queue = sorted(gpu_tests(a.build, a.regex), key=lambda t: -t[1])
+    queue = sorted(gpu_tests(a.build, a.regex, a.exclude), key=lambda t: t[1] if a.narrow_first else -t[1])
+    t_end = time.time() + a.deadline if a.deadline > 0 else None
+
+    def time_left():
+        return a.timeout if t_end is None else max(1, min(a.timeout, int(t_end - time.time())))
     free = list(range(slots))
     lock = threading.Condition()
     results = {}
 
-    def run(name, ids):
+    def sanitizer(name):
+        cs = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+        log = os.path.join(os.path.abspath(a.out), name + ".memcheck.%p.log")
+        return [cs, "--tool", "memcheck", "--error-exitcode", "9", "--print-limit", "20", "--log-file", log]
+
+    def run(name, ids, cmd, props):
         env = dict(os.environ)
         if ngpu > 0:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
@@ -62,11 +108,32 @@ def main():
         with open(os.path.join(a.out, name + ".log"), "w") as log:
             log.write(f"# {name} on GPUs {env.get('CUDA_VISIBLE_DEVICES', '(none)')}\n")
             log.flush()
-            rc = subprocess.run(["ctest", "--test-dir", a.build, "-R", "^" + re.escape(name) + "$",
-                                 "--output-on-failure", "--timeout", str(a.timeout)],
-                                stdout=log, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            if a.memcheck:
+                wrapper = os.path.join(os.path.abspath(a.out), name + ".dsolve")
+                write_wrapper(wrapper, a.build, sanitizer(name))
+                run_cmd = memcheck_command(cmd, a.build, sanitizer(name), wrapper)
+                env.update(kv.split("=", 1) for kv in props.get("ENVIRONMENT", []) if "=" in kv)
+                log.write("# " + " ".join(run_cmd) + "\n")
+                log.flush()
+                proc = subprocess.Popen(run_cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=time_left())
+                except subprocess.TimeoutExpired:  # the whole process group: mpiexec, ranks, sanitizers
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    rc = -1
+                    log.write(f"\n# cut after {time.time() - t0:.0f} s\n")
+                skip = rc == int(props.get("SKIP_RETURN_CODE", -2))
+            else:
+                rc = subprocess.run(["ctest", "--test-dir", a.build, "-R", "^" + re.escape(name) + "$",
+                                     "--output-on-failure", "--timeout", str(time_left())],
+                                    stdout=log, stderr=subprocess.STDOUT, env=env, check=False).returncode
         text = open(os.path.join(a.out, name + ".log")).read()
-        status = "failed" if rc != 0 else "skipped" if "Skipped" in text or "Not Run" in text else "passed"
+        if a.memcheck:
+            status = "skipped" if skip else "cut" if rc == -1 else "failed" if rc != 0 else "passed"
+        else:
+            status = "failed" if rc != 0 else "skipped" if "Skipped" in text or "Not Run" in text else "passed"
         with lock:
             results[name] = (status, time.time() - t0, ids)
             free.extend(ids)
@@ -74,15 +141,18 @@ def main():
 
     threads = []
     t_start = time.time()
-    for name, want in queue:
+    for name, want, cmd, props in queue:
         need = min(max(want, 1), slots)
         with lock:
             while len(free) < need:
                 lock.wait()
+            if t_end is not None and time.time() > t_end - 5:
+                results[name] = ("not-run", 0.0, [])
+                continue
             ids = sorted(free)[:need]
             for i in ids:
                 free.remove(i)
-        th = threading.Thread(target=run, args=(name, ids))
+        th = threading.Thread(target=run, args=(name, ids, cmd, props))
         th.start()
         threads.append(th)
     for th in threads:
@@ -90,19 +160,32 @@ def main():
     wall = time.time() - t_start
 
     lines = [f"# gpu tests of {a.build}: {len(results)} on {ngpu} GPU(s), {wall:.0f} s"]
-    for name, _ in queue:
+    for name, *_ in queue:
         status, secs, ids = results[name]
         lines.append(f"{status:8} {secs:7.1f} s  GPUs {','.join(map(str, ids)) if ngpu else '-':8} {name}")
-    failed = [n for n, _ in queue if results[n][0] == "failed"]
-    skipped = [n for n, _ in queue if results[n][0] == "skipped"]
+    failed = [n for n, *_ in queue if results[n][0] in ("failed", "cut")]
+    skipped = [n for n, *_ in queue if results[n][0] == "skipped"]
     # ctest's own closing lines, which jobs/record.py reads (a skipped test counted as passed, as ctest does)
     total = len(results)
     lines.append(f"{100 * (total - len(failed)) // max(total, 1)}% tests passed, {len(failed)} tests failed out of {total}")
     lines.append(f"Total Test time (real) = {wall:.2f} sec")
     if skipped:
         lines += ["The following tests did not run:"] + [f"\t{i + 1} - {n} (Skipped)" for i, n in enumerate(skipped)]
+    not_run = [n for n, *_ in queue if results[n][0] == "not-run"]
+    if not_run:
+        lines.append(f"Not started before the deadline ({a.deadline} s): " + " ".join(not_run))
     if failed:
         lines += ["The following tests FAILED:"] + [f"\t{i + 1} - {n} (Failed)" for i, n in enumerate(failed)]
+    if a.memcheck:  # every sanitized process's closing line, counted
+        tally = {}
+        for fn in sorted(os.listdir(a.out)):
+            if ".memcheck." in fn:
+                for line in open(os.path.join(a.out, fn), errors="replace"):
+                    if "ERROR SUMMARY" in line:
+                        key = line.split("ERROR SUMMARY:", 1)[1].strip()
+                        tally[key] = tally.get(key, 0) + 1
+        lines.append("memcheck: " + (", ".join(f"{n} processes with {k}" for k, n in sorted(tally.items()))
+                                     or "no process reported"))
     with open(os.path.join(a.out, "summary.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
