@@ -115,23 +115,24 @@ def main():
                 env.update(kv.split("=", 1) for kv in props.get("ENVIRONMENT", []) if "=" in kv)
                 log.write("# " + " ".join(run_cmd) + "\n")
                 log.flush()
-                proc = subprocess.Popen(run_cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True)
-                try:
-                    rc = proc.wait(timeout=time_left())
-                except subprocess.TimeoutExpired:  # the whole process group: mpiexec, ranks, sanitizers
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    rc = -1
-                    log.write(f"\n# cut after {time.time() - t0:.0f} s\n")
-                skip = rc == int(props.get("SKIP_RETURN_CODE", -2))
             else:
-                rc = subprocess.run(["ctest", "--test-dir", a.build, "-R", "^" + re.escape(name) + "$",
-                                     "--output-on-failure", "--timeout", str(time_left())],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env, check=False).returncode
+                run_cmd = ["ctest", "--test-dir", a.build, "-R", "^" + re.escape(name) + "$",
+                           "--output-on-failure", "--timeout", str(time_left())]
+            # a test's own TIMEOUT overrides ctest's --timeout: the deadline is kept here
+            proc = subprocess.Popen(run_cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            try:
+                rc = proc.wait(timeout=time_left())
+            except subprocess.TimeoutExpired:  # the whole process group: ctest or mpiexec, ranks, sanitizers
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                rc = -1
+                log.write(f"\n# cut after {time.time() - t0:.0f} s\n")
+            skip = a.memcheck and rc == int(props.get("SKIP_RETURN_CODE", -2))
         text = open(os.path.join(a.out, name + ".log")).read()
-        if a.memcheck:
-            status = "skipped" if skip else "cut" if rc == -1 else "failed" if rc != 0 else "passed"
+        if rc == -1:
+            status = "cut"
+        elif a.memcheck:
+            status = "skipped" if skip else "failed" if rc != 0 else "passed"
         else:
             status = "failed" if rc != 0 else "skipped" if "Skipped" in text or "Not Run" in text else "passed"
         with lock:
@@ -166,12 +167,12 @@ def main():
     failed = [n for n, *_ in queue if results[n][0] in ("failed", "cut")]
     skipped = [n for n, *_ in queue if results[n][0] == "skipped"]
     # ctest's own closing lines, which jobs/record.py reads (a skipped test counted as passed, as ctest does)
-    total = len(results)
+    not_run = [n for n, *_ in queue if results[n][0] == "not-run"]
+    total = len(results) - len(not_run)
     lines.append(f"{100 * (total - len(failed)) // max(total, 1)}% tests passed, {len(failed)} tests failed out of {total}")
     lines.append(f"Total Test time (real) = {wall:.2f} sec")
     if skipped:
         lines += ["The following tests did not run:"] + [f"\t{i + 1} - {n} (Skipped)" for i, n in enumerate(skipped)]
-    not_run = [n for n, *_ in queue if results[n][0] == "not-run"]
     if not_run:
         lines.append(f"Not started before the deadline ({a.deadline} s): " + " ".join(not_run))
     if failed:

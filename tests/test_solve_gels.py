@@ -408,14 +408,16 @@ def parse_args():
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of " + ",".join(CASES))
     ap.add_argument("--ranks", default="", help="rank counts for every method (default: per method on cpu; "
                                                "1, 2, 4 as GPUs allow on cuda)")
-    ap.add_argument("--jobs", type=int, default=0, help="runs at once (default 2 on cpu, 1 on cuda)")
+    ap.add_argument("--jobs", type=int, default=0, help="runs at once (default 2 on cpu, 4 on cuda)")
     args = ap.parse_args()
     args.methods, args.cases = args.methods.split(","), args.cases.split(",")
     unknown = [x for x in args.methods if x not in METHODS] + [x for x in args.cases if x not in CASES]
     if unknown:
         ap.error(f"unknown method or case: {', '.join(unknown)}")
     args.ranks = [int(x) for x in args.ranks.split(",") if x]
-    args.jobs = args.jobs or (2 if args.backend == "cpu" else 1)
+    # On cuda a run is mostly its start-up (CUDA, cuBLAS, NCCL): the 216 runs took over 950 s one at a time on
+    # 4 H100s (2026-11-26); four at once share the GPUs, whose problems are a few hundred rows.
+    args.jobs = args.jobs or (2 if args.backend == "cpu" else 4)
     args.dsolve = os.path.realpath(args.dsolve)
     return args
 
