@@ -360,6 +360,19 @@ int main(int argc, char **argv)
         for (int d = 1; d <= 4; d++)  // a copy passes the sketch's check, a zero column falls back to geqrf
             check_deficient(be, &(prob){.name = "qr, a dependent column, sketch", .m = 3000, .n = 40, .cond = 1e3,
                                         .dep = d, .seed = 50 + d});
+        // The sketch over every rank's rows (qr_ops.global_r: on 2 and 4 ranks), its fallback to the tree
+        // where the check fails (the zero column), and the ranks' agreement.
+        setenv("DSOLVE_QR_GLOBAL", "1", 1);
+        check_ill(be, &(prob){.name = "qr, cond 1e12, 2000 x 100, exact y, global", .m = 2000, .n = 100,
+                              .cond = 1e12, .seed = 31});
+        check_against_cpu(be, &(prob){.name = "qr, gpu vs cpu, global", .m = 3000, .n = 100, .cond = 1e3, .noise = 0.1,
+                                      .seed = 39});
+        for (int d = 1; d <= 4; d++)
+            check_deficient(be, &(prob){.name = "qr, a dependent column, global", .m = 3000, .n = 40, .cond = 1e3,
+                                        .dep = d, .seed = 50 + d});
+        check_ranks(be, &(prob){.name = "qr, rank counts, global", .m = 1001, .n = 40, .cond = 1e3, .noise = 0.1,
+                                .seed = 37});
+        unsetenv("DSOLVE_QR_GLOBAL");
         unsetenv("DSOLVE_QR_SKETCH");
         status = test_finish("test_solve_qr gpu");
     } else {

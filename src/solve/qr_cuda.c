@@ -78,11 +78,17 @@ static int use_sketch(int64_t m, int64_t n1)
     return n1 >= 64 && m >= 24 * n1;
 }
 
+static int global_wanted(void);
+
 static int64_t cuda_local_work(const ds_ctx *ctx, int64_t rows, int64_t cols)
 {
     qr_plan p;
-    const int64_t direct = rows * (cols + 1);
-    return use_sketch(rows, cols + 1) ? plan_make(rows, cols, NULL, &p) : direct > 0 ? direct : 1;
+    const int64_t direct = rows * (cols + 1) > 0 ? rows * (cols + 1) : 1;
+    if (ctx->nranks > 1 && global_wanted()) {  // global_r's plan, or the tree's direct factor after it
+        const int64_t plan = plan_make(rows, cols, NULL, &p);
+        return plan > direct ? plan : direct;
+    }
+    return use_sketch(rows, cols + 1) ? plan_make(rows, cols, NULL, &p) : direct;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -171,7 +177,13 @@ static int potrf_lower(ds_ctx *ctx, double *A, int64_t n, int64_t ld, int *info)
 // R_s: the sketch B2 = signs·B1 (s × n1) of the two CountSketches B1 of [X | y], B2 = P·L·U by getrf,
 // then R_s = Cᵀ·U with C the lower Cholesky factor of LᵀL (L's cond is small under partial pivoting,
 // so C is accurate and L·C⁻ᵀ orthonormal), its diagonal clamped so that R_s is nonsingular.
-static int sketch_factor(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p)
+static int sketch_fold(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p, uint64_t seed)
+{
+    CUDA_CHECK(ctx, ds_k_qr_fold(X->data, X->f32, y, p->m, p->n, p->b, p->ld, seed, p->b1, state(ctx)->stream));
+    return DS_OK;
+}
+
+static int sketch_finish(ds_ctx *ctx, const qr_plan *p)
 {
     cuda_state *st = state(ctx);
     cusolverDnHandle_t h;
@@ -179,7 +191,6 @@ static int sketch_factor(ds_ctx *ctx, const ds_mat *X, const double *y, const qr
     const int64_t n1 = p->n1, s = p->s, k = 2 * p->b;
     const double one = 1.0, zero = 0.0;
     int *info = (int *)p->chk;
-    CUDA_CHECK(ctx, ds_k_qr_fold(X->data, X->f32, y, p->m, p->n, p->b, p->ld, QR_SEED, p->b1, st->stream));
     CUDA_CHECK(ctx, ds_k_qr_signs(p->sg, s * k, QR_SEED, st->stream));
     CUBLAS_CHECK(ctx, cublasDgemm_64(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, s, n1, k, &one, p->sg, s, p->b1, p->ld, &zero,
                                      p->b2, s));
@@ -196,6 +207,12 @@ static int sketch_factor(ds_ctx *ctx, const ds_mat *X, const double *y, const qr
                                      CUBLAS_DIAG_NON_UNIT, n1, n1, &one, p->gl, p->ld, p->u, p->ld, p->rs, p->ld));
     CUDA_CHECK(ctx, ds_k_qr_clamp(p->rs, p->ld, n1, st->stream));
     return DS_OK;
+}
+
+static int sketch_factor(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p)
+{
+    DS_CHECK(sketch_fold(ctx, X, y, p, QR_SEED));
+    return sketch_finish(ctx, p);
 }
 
 // B (w rows from i0 of an n × m matrix, ld ldb: X's rows are its columns) = R⁻ᵀ·B, that is X·R⁻¹ for
@@ -235,12 +252,18 @@ static int precondition(ds_ctx *ctx, const qr_plan *p)
 // Q1ᵀQ1 by solve_ops.gram (Q1 is in gram's layout: row-major columns of X, y apart), squared into g1,
 // its lower Cholesky factor C1 = R1ᵀ, and the check on the host (this waits): *ok when both Cholesky
 // factors exist and C1's diagonal is finite and spans at most QR_PRECOND_RATIO.
-static int cholesky_step(ds_ctx *ctx, const qr_plan *p, int *ok)
+static int q1_gram(ds_ctx *ctx, const qr_plan *p)
+{
+    const ds_mat Q = {.data = p->wx, .rows = p->m, .cols = p->n, .f32 = 0};
+    if (p->m == 0)  // a rank without rows in global_r
+        return ctx->be->fill(ctx, p->gout, p->n * p->n + p->n + 1, 0.0);
+    return ctx->be->solve->gram(ctx, &Q, p->wy, p->gout);
+}
+
+static int cholesky_check(ds_ctx *ctx, const qr_plan *p, int *ok)
 {
     cuda_state *st = state(ctx);
-    const ds_mat Q = {.data = p->wx, .rows = p->m, .cols = p->n, .f32 = 0};
     int *info = (int *)p->chk;
-    DS_CHECK(ctx->be->solve->gram(ctx, &Q, p->wy, p->gout));
     CUDA_CHECK(ctx, ds_k_qr_square(p->gout, p->n, p->g1, p->ld, st->stream));
     DS_CHECK(potrf_lower(ctx, p->g1, p->n1, p->ld, info + 2));
     CUDA_CHECK(ctx, ds_k_gather(p->chk + 4, p->g1, p->n1, p->ld + 1, st->stream));
@@ -262,19 +285,82 @@ static int cholesky_step(ds_ctx *ctx, const qr_plan *p, int *ok)
     return rc;
 }
 
-static int sketch_r(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p, double *R, int *ok)
+static int cholesky_step(ds_ctx *ctx, const qr_plan *p, int *ok)
+{
+    DS_CHECK(q1_gram(ctx, p));
+    return cholesky_check(ctx, p, ok);
+}
+
+// R = R1·R_s into R (n1 × n1) from the factors in the plan.
+static int sketch_take(ds_ctx *ctx, const qr_plan *p, double *R)
 {
     cuda_state *st = state(ctx);
     const double one = 1.0;
+    CUBLAS_CHECK(ctx, cublasDtrmm_64(st->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                                     CUBLAS_DIAG_NON_UNIT, p->n1, p->n1, &one, p->g1, p->ld, p->rs, p->ld, p->t, p->ld));
+    CUDA_CHECK(ctx, ds_k_qr_take_r(p->t, p->ld, p->n1, p->n1, R, st->stream));
+    return DS_OK;
+}
+
+static int sketch_r(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p, double *R, int *ok)
+{
     DS_CHECK(copy_side(ctx, X, y, p));
     DS_CHECK(sketch_factor(ctx, X, y, p));
     DS_CHECK(precondition(ctx, p));
     DS_CHECK(cholesky_step(ctx, p, ok));
-    if (!*ok)
+    return *ok ? sketch_take(ctx, p, R) : DS_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The sketch path over every rank's rows (qr_ops.global_r), asked for by DSOLVE_QR_GLOBAL=1: the tree's
+// combines are geqrfs of 2·n1 × n1 on one GPU a level (about 18 ms of 101 for 4 M × 1 000 on 4 H200s),
+// where here every step that does not shrink with the rows is done once on every rank (the sketch's
+// factor, the Cholesky steps) and the ranks only sum: the sketches of their rows (each its own seed;
+// the sum is a sketch of all rows), then their blocks' Q1ᵀQ1. R_s is rank 0's, so Q1 is one matrix.
+
+static int global_wanted(void)
+{
+    const char *v = getenv("DSOLVE_QR_GLOBAL");
+    return v && v[0] == '1';
+}
+
+static int cuda_global_r(ds_ctx *ctx, const ds_mat *X, const double *y, double *work, double *R, int *done)
+{
+    const int64_t m = X->rows, n1 = X->cols + 1;
+    *done = 0;
+    // Every rank must ask for it, and all rows together must be tall enough for the sketch (use_sketch:
+    // DSOLVE_QR_SKETCH applies).
+    int64_t mine[2] = {m, global_wanted()}, all[2] = {0, 0};
+    if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_SUM, ctx->comm) != MPI_SUCCESS)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "qr: MPI_Allreduce failed on rank %d", ctx->rank);
+    if (all[1] != ctx->nranks || n1 > INT_MAX / 4 || !use_sketch(all[0], n1))
         return DS_OK;
-    CUBLAS_CHECK(ctx, cublasDtrmm_64(st->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                                     CUBLAS_DIAG_NON_UNIT, p->n1, p->n1, &one, p->g1, p->ld, p->rs, p->ld, p->t, p->ld));
-    CUDA_CHECK(ctx, ds_k_qr_take_r(p->t, p->ld, p->n1, p->n1, R, st->stream));
+    qr_plan p;
+    plan_make(m, X->cols, work, &p);
+    const uint64_t seed = QR_SEED ^ (0x9e3779b97f4a7c15ull * (uint64_t)(ctx->rank + 1));
+    int rc = m > 0 ? copy_side(ctx, X, y, &p) : DS_OK;
+    if (rc == DS_OK)
+        rc = sketch_fold(ctx, X, y, &p, seed);
+    DS_CHECK(ctx_agree(ctx, rc));
+    DS_CHECK(ctx->be->allreduce_sum(ctx, p.b1, 2 * p.b * p.ld));
+    rc = sketch_finish(ctx, &p);
+    if (rc == DS_OK && ctx->rank != 0)
+        rc = ctx->be->fill(ctx, p.rs, p.ld * p.n1, 0.0);
+    DS_CHECK(ctx_agree(ctx, rc));
+    DS_CHECK(ctx->be->allreduce_sum(ctx, p.rs, p.ld * p.n1));  // rank 0's R_s on every rank, bit for bit
+    rc = m > 0 ? precondition(ctx, &p) : DS_OK;
+    if (rc == DS_OK)
+        rc = q1_gram(ctx, &p);
+    DS_CHECK(ctx_agree(ctx, rc));
+    DS_CHECK(ctx->be->allreduce_sum(ctx, p.gout, p.n * p.n + p.n + 1));
+    int ok = 0, every = 0;
+    DS_CHECK(ctx_agree(ctx, cholesky_check(ctx, &p, &ok)));
+    if (MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "qr: MPI_Allreduce failed on rank %d", ctx->rank);
+    if (!every)  // a breakdown or a poor sketch: each rank's local_r, then the tree
+        return DS_OK;
+    DS_CHECK(sketch_take(ctx, &p, R));
+    *done = 1;
     return DS_OK;
 }
 
@@ -340,6 +426,7 @@ static int cuda_col_norms(ds_ctx *ctx, const double *R, int64_t n1, double *out)
 const qr_ops qr_ops_cuda = {
     .local_work = cuda_local_work,
     .local_r = cuda_local_r,
+    .global_r = cuda_global_r,
     .stack_r = cuda_stack_r,
     .solve = cuda_solve,
     .col_norms = cuda_col_norms,

@@ -29,6 +29,12 @@ typedef struct qr_ops {
     // R = 0. May wait for the device.
     int (*local_r)(ds_ctx *ctx, const ds_mat *X, const double *y, double *work, double *R);
 
+    // Optional (NULL where a backend has none): R of A = [X | y] over every rank's rows at once, by
+    // collectives instead of the tree, into R on every rank; *done = 0 when it declines or its check
+    // fails, alike on every rank (the caller then runs local_r and the tree). Collective: every rank
+    // calls it, after agreeing. work: local_work(X->rows, X->cols) doubles.
+    int (*global_r)(ds_ctx *ctx, const ds_mat *X, const double *y, double *work, double *R, int *done);
+
     // out = R of the 2·n1 × n1 matrix [R0; R1] (the TSQR tree's step); out may alias R0 or R1.
     // Deterministic: the same inputs give the same bits. Queued.
     int (*stack_r)(ds_ctx *ctx, const double *R0, const double *R1, int64_t n1, double *out);

@@ -1,7 +1,8 @@
 // solve_qr.c: --method qr, least squares by TSQR. Each rank factors its rows of A = [X | y] (the backend's
 // qr_ops.local_r), the (n+1) × (n+1) R factors are combined up a binomial tree to rank 0 (stack two,
 // factor again: qr_ops.stack_r) and rank 0's R is sent to every rank, so that all ranks hold the same
-// bits. From R: a = R[0:n,0:n]⁻¹·R[0:n,n], ‖y‖² and ‖X_j‖² from its columns' norms, and the residual
+// bits. A backend with qr_ops.global_r may factor all ranks' rows at once instead (CUDA, where
+// DSOLVE_QR_GLOBAL=1 asks for it: its sums are collectives, with no serial step like the tree's). From R: a = R[0:n,0:n]⁻¹·R[0:n,n], ‖y‖² and ‖X_j‖² from its columns' norms, and the residual
 // ‖y − X·a‖² = R_nn². The normal equations square cond(X); R does not, so this is the method for
 // ill-conditioned X (up to 1e12 and beyond) where cholesky fails. Rank deficiency is a failure (exit 4)
 // naming the column (qr_ops.h, QR_RANK_TOL).
@@ -57,6 +58,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
 {
     const qr_ops *q = ctx->be->solve->qr;
     const int64_t n1 = X->cols + 1;
+    int global = 0;  // R already holds every rank's rows (qr_ops.global_r): no tree
     int rc = sb_alloc(ctx, &w->qr[0], q->local_work(ctx, X->rows, X->cols));
     if (rc == DS_OK)
         rc = sb_alloc(ctx, &w->qr[1], n1 * n1);
@@ -68,6 +70,12 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
         rc = ctx_agree(ctx, rc);
         if (rc == DS_OK)
             rc = sb_qr_stream(ctx, n1, w);
+    } else if (q->global_r && ctx->nranks > 1) {  // collective: the ranks agree first
+        rc = ctx_agree(ctx, rc);
+        if (rc == DS_OK)
+            rc = q->global_r(ctx, X, y, w->qr[0], w->qr[1], &global);
+        if (rc == DS_OK && !global)
+            rc = q->local_r(ctx, X, y, w->qr[0], w->qr[1]);
     } else if (rc == DS_OK) {
         rc = q->local_r(ctx, X, y, w->qr[0], w->qr[1]);
     }
@@ -79,7 +87,8 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     }
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ctx->be->mark(ctx, 7));  // the local factor ends: sb_qr_solve reads the time from mark 0
-    DS_CHECK(sb_qr_tree(ctx, n1, w->qr[1], w->qr[2]));
+    if (!global)
+        DS_CHECK(sb_qr_tree(ctx, n1, w->qr[1], w->qr[2]));
     return sb_qr_bcast(ctx, n1, w->qr[1]);
 }
 
