@@ -24,7 +24,8 @@
 #   methods      every solve method on the seed problem (bench solve --method all, peers: the seed's CuPy,
 #                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
 #                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job; with
-#                2 or more GPUs each method on 4 M x 1 000 on one GPU and on 2 or 4
+#                2 or more GPUs each method on 4 M x 1 000 on one GPU and on 2 or 4 (and qr with
+#                DSOLVE_QR_GLOBAL=1, run name methods_4m_qr_global_npN)
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
 #   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
@@ -341,6 +342,8 @@ methods_scaling() {
         dsr "methods_4m_${m}_np1" 1 solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
         dsr "methods_4m_${m}_np$np" "$np" solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
     done
+    # qr with every rank's rows factored at once instead of the tree (src/solve/qr_cuda.c), same job
+    DSOLVE_QR_GLOBAL=1 dsr "methods_4m_qr_global_np$np" "$np" solve --rows 4000000 --cols 1000 --method qr --repeat 5
 }
 
 part_ann() {
