@@ -5,7 +5,7 @@
 // provides: h5io_lsq_info, h5io_probe_lsq, h5io_read_lsq_rows, h5io_read_vector, h5io_create_lsq,
 //           h5io_write_rows, h5io_write_vector, h5io_attr, h5io_write_attrs, h5io_commit, h5io_discard,
 //           h5io_has_dataset, h5io_output_dir_ok, h5io_version, h5io_probe_labelled, h5io_read_labelled_rows,
-//           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num,
+//           h5io_create_dataset, h5io_write_matrix, h5io_read_matrix, h5io_read_attr_num, h5io_read_attrs_num,
 //           h5io_probe_keys, h5io_read_keys, h5io_create_keys, h5io_write_keys, h5io_guard_check,
 //           h5io_guard_forget
 #ifndef DS_H5IO_H
@@ -97,6 +97,13 @@ int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t 
 
 // Reads the scalar numeric attribute attr of the 2-D dataset `dataset` (DS_ERR_INPUT when missing).
 int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, double *value, ds_msg *msg);
+// Reads the scalar numeric attributes attrs[0 .. n) (n ≤ H5IO_ATTRS_MAX) of the 2-D dataset `dataset` with
+// one opening of the file (and one guarded check): status[i] = DS_OK and values[i] set, or DS_ERR_INPUT
+// with why[i] (when why is not NULL) saying that it is missing or not a number, values[i] untouched.
+// Returns the status of opening the file and the dataset: DS_OK when they open.
+enum { H5IO_ATTRS_MAX = 16 };
+int h5io_read_attrs_num(const char *path, const char *dataset, int n, const char *const *attrs, double *values,
+                        int *status, ds_msg *why, ds_msg *msg);
 
 // ---------------------------------------------------------------------------------------------------
 // 1-D key datasets (io/h5io_keys.c), for `dsolve sort`. Types in the numbering of sort_dtype.
@@ -115,7 +122,7 @@ int h5io_write_keys(const char *path, const char *name, int type, int64_t row0, 
 
 // The check that the probe helper (core/probe.h) runs in a worker: one reader call, as h5io_guard.c asks
 // for it. Pass it to probe_start before MPI_Init; the probes, h5io_has_dataset, h5io_read_vector,
-// h5io_read_matrix and h5io_read_attr_num then run once in a worker before they run in-process.
+// h5io_read_matrix and h5io_read_attrs_num then run once in a worker before they run in-process.
 int h5io_guard_check(const void *req, size_t len, ds_msg *msg);
 // Forgets the file whose check ended the worker (h5io_guard.c keeps it, so that a file that crashes or
 // holds libhdf5 in a loop costs one check, not one a read): for a caller that rewrites a file in place

@@ -39,14 +39,27 @@ int h5io_guard_check(const void *req, size_t len, ds_msg *msg)
     DS_ASSERT(len == sizeof *r);
     h5io_lsq_info info;
     int64_t rows = 0, cols = 0;
-    double *v = NULL, value = 0;
+    double *v = NULL;
     int type = 0, rc = DS_OK;
     switch (r->op) {
     case GUARD_PROBE_LSQ: return h5io_probe_lsq(r->path, r->name[0], or_null(r->name[1]), &info, msg);
     case GUARD_PROBE_LABELLED: return h5io_probe_labelled(r->path, r->name[0], r->name[1], &info, msg);
     case GUARD_PROBE_KEYS: return h5io_probe_keys(r->path, r->name[0], &type, &rows, msg);
     case GUARD_HAS_DATASET: h5io_has_dataset(r->path, r->name[0]); return DS_OK;
-    case GUARD_READ_ATTR: return h5io_read_attr_num(r->path, r->name[0], r->name[1], &value, msg);
+    case GUARD_READ_ATTRS: {  // the attribute names, one a line
+        char list[NAME_MAX_LEN];
+        const char *names[H5IO_ATTRS_MAX];
+        double values[H5IO_ATTRS_MAX];
+        int status[H5IO_ATTRS_MAX], k = 0;
+        strcpy(list, r->name[1]);
+        for (char *at = list, *end; k < H5IO_ATTRS_MAX; at = end + 1) {
+            names[k++] = at;
+            if (!(end = strchr(at, '\n')))
+                break;
+            *end = '\0';
+        }
+        return h5io_read_attrs_num(r->path, r->name[0], k, names, values, status, NULL, msg);
+    }
     case GUARD_READ_MATRIX: rc = h5io_read_matrix(r->path, r->name[0], &rows, &cols, &v, msg); break;
     case GUARD_READ_VECTOR:
         v = malloc((size_t)(r->n > 0 ? r->n : 1) * sizeof(double));

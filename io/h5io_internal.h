@@ -61,7 +61,7 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
 // (not one with odd precision, offset or padding bits). h5io_storage.c.
 int h5i_standard_type(hid_t t);
 // The readers that h5io_guard.c repeats in a worker process first.
-enum { GUARD_PROBE_LSQ, GUARD_PROBE_LABELLED, GUARD_PROBE_KEYS, GUARD_HAS_DATASET, GUARD_READ_ATTR, GUARD_READ_MATRIX,
+enum { GUARD_PROBE_LSQ, GUARD_PROBE_LABELLED, GUARD_PROBE_KEYS, GUARD_HAS_DATASET, GUARD_READ_ATTRS, GUARD_READ_MATRIX,
        GUARD_READ_VECTOR };
 // Runs reader op on path (with names a, b, or NULL; length n for GUARD_READ_VECTOR) in a worker process
 // when this process has a probe helper: DS_OK to go on and run it here, else the worker's failure, or

@@ -264,6 +264,43 @@ static void test_vectors(void)
     CHECK(h5io_has_dataset(test_tmp_path("missing.h5"), "w") == 0, "has_dataset: missing file");
 }
 
+// A model's attributes read at once (h5io_read_attrs_num, through the guard's worker): numbers whatever
+// their stored type, the rest a status each with its reason, values untouched where they fail.
+static void test_model_attrs(void)
+{
+    const char *p = test_tmp_path("attrs.h5");
+    const double m6[6] = {1, 2, 3, 4, 5, 6}, hist[2] = {1, 2};
+    ds_msg m = {{0}};
+    CHECK(h5io_write_matrix(p, 1, "V", m6, 2, 3, &m) == DS_OK, "write_matrix: %s", m.text);
+    h5io_attr attrs[] = {
+        {.name = "classes", .kind = H5IO_INT, .i = 7},
+        {.name = "ridge", .kind = H5IO_DOUBLE, .d = 2.5},
+        {.name = "solver", .kind = H5IO_STRING, .s = "qr"},
+        {.name = "hist", .kind = H5IO_DOUBLES, .v = hist, .len = 2},
+    };
+    CHECK(h5io_write_attrs(p, "V", attrs, 4, &m) == DS_OK, "write_attrs: %s", m.text);
+    const char *const names[] = {"classes", "ridge", "solver", "hist", "seed"};
+    double v[5] = {-1, -1, -1, -1, -1};
+    int st[5];
+    ds_msg why[5];
+    CHECK(h5io_read_attrs_num(p, "/V", 5, names, v, st, why, &m) == DS_OK, "read_attrs_num: %s", m.text);
+    CHECK(st[0] == DS_OK && v[0] == 7 && st[1] == DS_OK && v[1] == 2.5, "numbers: %d %g, %d %g", st[0], v[0], st[1],
+          v[1]);
+    CHECK(st[2] == DS_ERR_INPUT && strstr(why[2].text, "attribute solver: not a number") && v[2] == -1, "a string: %s",
+          why[2].text);
+    CHECK(st[3] == DS_ERR_INPUT && strstr(why[3].text, "attribute hist: not a number") && v[3] == -1, "two numbers: %s",
+          why[3].text);
+    CHECK(st[4] == DS_ERR_INPUT && strstr(why[4].text, "attribute seed: not found") && strstr(why[4].text, p) &&
+          v[4] == -1, "missing: %s", why[4].text);
+    double one = 0;
+    CHECK(h5io_read_attr_num(p, "V", "ridge", &one, &m) == DS_OK && one == 2.5, "one attribute: %s", m.text);
+    int rc = h5io_read_attr_num(p, "V", "seed", &one, &m);
+    CHECK_FAIL(rc, m, DS_ERR_INPUT, "dataset /V: attribute seed: not found", NULL);
+    m.text[0] = '\0';
+    rc = h5io_read_attrs_num(p, "W", 2, names, v, st, NULL, &m);
+    CHECK_FAIL(rc, m, DS_ERR_INPUT, "/W", NULL);
+}
+
 // Probes (xn, yn) in p and expects DS_ERR_INPUT with both pieces in the message.
 static void expect_probe(const char *p, const char *xn, const char *yn, const char *w1,
                          const char *w2)
@@ -458,6 +495,8 @@ int main(int argc, char **argv)
         check_no_open_ids("test_commit");
         test_guard_memo();
         check_no_open_ids("test_guard_memo");
+        test_model_attrs();
+        check_no_open_ids("test_model_attrs");
         test_tmp_remove();
     }
     int rc = test_finish("test_h5io");

@@ -50,23 +50,35 @@ int ann_model_write(ds_ctx *ctx, const ann_model *m, const char *path, const cha
     return ctx_agree(ctx, rc);
 }
 
+// The attributes of /V that a model file holds, read at once (h5io_read_attrs_num): the shape, which
+// must agree with /W and /V where present; classes, required; the rest informative only (prediction does
+// not use them), absent in hand-made models.
+enum { ATTR_INPUTS, ATTR_NEURONS, ATTR_OUTPUTS, ATTR_CLASSES, ATTR_Y_SCALE, ATTR_Y_SHIFT, ATTR_RIDGE, ATTR_SUBSET,
+       ATTR_SEED, ATTR_COUNT };
+static const char *const model_attr_names[ATTR_COUNT] = {"inputs",  "neurons", "outputs", "classes", "y_scale",
+                                                         "y_shift", "ridge",   "subset",  "seed"};
+
 static int model_attrs(const char *path, ann_model *m, ds_msg *msg)
 {
-    double classes, ys = 1, ysh = 0, ridge = 0, subset = 0, seed = 0;
-    DS_CHECK(h5io_read_attr_num(path, "V", "classes", &classes, msg));
-    ds_msg ignore = {{0}};  // informative only (prediction does not use them): absent in hand-made models
-    h5io_read_attr_num(path, "V", "y_scale", &ys, &ignore);
-    h5io_read_attr_num(path, "V", "y_shift", &ysh, &ignore);
-    h5io_read_attr_num(path, "V", "ridge", &ridge, &ignore);
-    h5io_read_attr_num(path, "V", "subset", &subset, &ignore);
-    h5io_read_attr_num(path, "V", "seed", &seed, &ignore);
-    subset = subset >= 0 && subset < 9e18 ? subset : 0;
-    seed = seed >= 0 && seed < 1.8e19 ? seed : 0;
+    double v[ATTR_COUNT] = {[ATTR_Y_SCALE] = 1};  // the defaults of the informative ones
+    int status[ATTR_COUNT];
+    ds_msg why[ATTR_COUNT];
+    DS_CHECK(h5io_read_attrs_num(path, "V", ATTR_COUNT, model_attr_names, v, status, why, msg));
+    const int64_t actual[] = {m->n, m->neurons, m->outputs};
+    for (int i = ATTR_INPUTS; i <= ATTR_OUTPUTS; i++)  // present in dsolve's models: they must agree with /W and /V
+        if (status[i] == DS_OK && v[i] != (double)actual[i])
+            return ds_fail(msg, DS_ERR_INPUT, "%s: attribute %s = %g, but /W and /V hold %lld", path,
+                           model_attr_names[i], v[i], (long long)actual[i]);
+    if (status[ATTR_CLASSES] != DS_OK)
+        return ds_fail(msg, status[ATTR_CLASSES], "%s", why[ATTR_CLASSES].text);
+    const double classes = v[ATTR_CLASSES];
+    const double subset = v[ATTR_SUBSET] >= 0 && v[ATTR_SUBSET] < 9e18 ? v[ATTR_SUBSET] : 0;
+    const double seed = v[ATTR_SEED] >= 0 && v[ATTR_SEED] < 1.8e19 ? v[ATTR_SEED] : 0;
     if (classes < 0 || classes == 1 || classes != floor(classes) || (classes > 0 && classes != (double)m->outputs) ||
         (classes == 0 && m->outputs != 1))
         return ds_fail(msg, DS_ERR_INPUT, "%s: attribute classes = %g does not match /V's %lld columns", path, classes,
                        (long long)m->outputs);
-    m->classes = (int)classes, m->y_scale = ys, m->y_shift = ysh, m->ridge = ridge;
+    m->classes = (int)classes, m->y_scale = v[ATTR_Y_SCALE], m->y_shift = v[ATTR_Y_SHIFT], m->ridge = v[ATTR_RIDGE];
     m->subset = (int64_t)subset, m->seed = (uint64_t)seed;
     return DS_OK;
 }
@@ -83,14 +95,6 @@ static int model_read_file(const char *path, ann_model *m, ds_msg *msg)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset /V has %lld rows; /W's %lld neurons need %lld", path,
                        (long long)vr, (long long)wr, (long long)(wr + 1));
     m->n = wc - 1, m->neurons = wr, m->outputs = vc;
-    double declared;
-    ds_msg ignore = {{0}};
-    const char *shape[] = {"inputs", "neurons", "outputs"};
-    const int64_t actual[] = {m->n, m->neurons, m->outputs};
-    for (int i = 0; i < 3; i++)  // present in dsolve's models: they must agree with /W and /V
-        if (h5io_read_attr_num(path, "V", shape[i], &declared, &ignore) == DS_OK && declared != (double)actual[i])
-            return ds_fail(msg, DS_ERR_INPUT, "%s: attribute %s = %g, but /W and /V hold %lld", path, shape[i], declared,
-                           (long long)actual[i]);
     DS_CHECK(model_attrs(path, m, msg));
     for (int64_t i = 0; i < wr * wc; i++)
         if (!isfinite(m->W[i]))
