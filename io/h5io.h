@@ -97,8 +97,8 @@ int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t 
 
 // Reads the scalar numeric attribute attr of the 2-D dataset `dataset` (DS_ERR_INPUT when missing).
 int h5io_read_attr_num(const char *path, const char *dataset, const char *attr, double *value, ds_msg *msg);
-// Reads the scalar numeric attributes attrs[0 .. n) (n ≤ H5IO_ATTRS_MAX) of the 2-D dataset `dataset` with
-// one opening of the file (and one guarded check): status[i] = DS_OK and values[i] set, or DS_ERR_INPUT
+// Reads the scalar numeric attributes attrs[0 .. n) (n ≤ H5IO_ATTRS_MAX) of the 2-D dataset `dataset` after
+// one guarded check of them all: status[i] = DS_OK and values[i] set, or DS_ERR_INPUT
 // with why[i] (when why is not NULL) saying that it is missing or not a number, values[i] untouched.
 // Returns the status of opening the file and the dataset: DS_OK when they open.
 enum { H5IO_ATTRS_MAX = 16 };
