@@ -18,6 +18,9 @@
 #   sanitize-cli compute-sanitizer memcheck over dsolve itself in the streaming command-line tests (gpu:
 #                stream_cli, stream_logreg, stream_ann, stream_sort_cli, at once on a machine with several
 #                GPUs; one report fails the run); slow (up to 10 minutes a test)
+#   memcheck-tests compute-sanitizer memcheck over every gpu test but the checkpoint ones (jobs/gpu_ctest.py
+#                --memcheck: several at once on a machine with several GPUs; DSOLVE_MEMCHECK_SECONDS, default
+#                900, bounds it)
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
 #                --method cholesky;
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
@@ -90,7 +93,7 @@ done
 for p in "${parts[@]}"; do
     case $p in
     build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
-        hdf5 | stream | stream-cmds | big | sanitize | sanitize-cli | cpu) ;;
+        hdf5 | stream | stream-cmds | big | sanitize | sanitize-cli | memcheck-tests | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
 done
@@ -284,6 +287,18 @@ part_sanitize_cli() {
     local line
     while read -r line; do ds_log "memcheck (processes, summary): $line"; done \
         < <(grep -h "ERROR SUMMARY" "$DS_RAW"/memcheck.*.log 2>/dev/null | sort | uniq -c)
+}
+
+# compute-sanitizer memcheck over every gpu test but the checkpoint ones (they find the ranks to signal
+# by their command line), several at once on GPUs of their own (jobs/gpu_ctest.py --memcheck), the
+# narrowest first; DSOLVE_MEMCHECK_SECONDS bounds the whole part (default 900).
+part_memcheck_tests() {
+    [ "$DS_GPUS" -ge 1 ] || { skip memcheck-tests "no GPU here"; return 0; }
+    local -x NCCL_NVLS_ENABLE=0
+    local s=${DSOLVE_MEMCHECK_SECONDS:-900} regex=()
+    [ -z "${DSOLVE_CTEST_REGEX:-}" ] || regex=(-R "$DSOLVE_CTEST_REGEX")
+    DSOLVE_RUN_TIMEOUT=$((s + 60)) run memcheck_tests python3 jobs/gpu_ctest.py "$DS_BUILD" "$DS_RAW/memcheck-tests" \
+        "${regex[@]}" --memcheck --narrow-first -E checkpoint --timeout "$s" --deadline "$s"
 }
 
 part_solve() {
@@ -650,6 +665,7 @@ for part in "${parts[@]}"; do
     bench-node) part_bench_node ;;
     stream-cmds) part_stream_cmds ;;
     sanitize-cli) part_sanitize_cli ;;
+    memcheck-tests) part_memcheck_tests ;;
     *) "part_$part" ;;
     esac
     ds_log "$part: $((SECONDS - t0)) s"

@@ -272,26 +272,21 @@ static void test_model_attrs(void)
     const double m6[6] = {1, 2, 3, 4, 5, 6}, hist[2] = {1, 2};
     ds_msg m = {{0}};
     CHECK(h5io_write_matrix(p, 1, "V", m6, 2, 3, &m) == DS_OK, "write_matrix: %s", m.text);
-    h5io_attr attrs[] = {
-        {.name = "classes", .kind = H5IO_INT, .i = 7},
-        {.name = "ridge", .kind = H5IO_DOUBLE, .d = 2.5},
-        {.name = "solver", .kind = H5IO_STRING, .s = "qr"},
-        {.name = "hist", .kind = H5IO_DOUBLES, .v = hist, .len = 2},
-    };
+    h5io_attr attrs[] = {{.name = "classes", .kind = H5IO_INT, .i = 7}, {.name = "ridge", .kind = H5IO_DOUBLE, .d = 2.5},
+                         {.name = "solver", .kind = H5IO_STRING, .s = "qr"},
+                         {.name = "hist", .kind = H5IO_DOUBLES, .v = hist, .len = 2}};
     CHECK(h5io_write_attrs(p, "V", attrs, 4, &m) == DS_OK, "write_attrs: %s", m.text);
     const char *const names[] = {"classes", "ridge", "solver", "hist", "seed"};
     double v[5] = {-1, -1, -1, -1, -1};
     int st[5];
     ds_msg why[5];
     CHECK(h5io_read_attrs_num(p, "/V", 5, names, v, st, why, &m) == DS_OK, "read_attrs_num: %s", m.text);
-    CHECK(st[0] == DS_OK && v[0] == 7 && st[1] == DS_OK && v[1] == 2.5, "numbers: %d %g, %d %g", st[0], v[0], st[1],
-          v[1]);
-    CHECK(st[2] == DS_ERR_INPUT && strstr(why[2].text, "attribute solver: not a number") && v[2] == -1, "a string: %s",
-          why[2].text);
-    CHECK(st[3] == DS_ERR_INPUT && strstr(why[3].text, "attribute hist: not a number") && v[3] == -1, "two numbers: %s",
-          why[3].text);
-    CHECK(st[4] == DS_ERR_INPUT && strstr(why[4].text, "attribute seed: not found") && strstr(why[4].text, p) &&
-          v[4] == -1, "missing: %s", why[4].text);
+    CHECK(st[0] == DS_OK && v[0] == 7 && st[1] == DS_OK && v[1] == 2.5, "numbers: %g, %g", v[0], v[1]);
+    static const char *const want[] = {"attribute solver: not a number", "attribute hist: not a number",
+                                       "attribute seed: not found"};
+    for (int i = 2; i < 5; i++)  // a string, two numbers, missing
+        CHECK(st[i] == DS_ERR_INPUT && strstr(why[i].text, want[i - 2]) && strstr(why[i].text, p) && v[i] == -1,
+              "%s: %s", names[i], why[i].text);
     double one = 0;
     CHECK(h5io_read_attr_num(p, "V", "ridge", &one, &m) == DS_OK && one == 2.5, "one attribute: %s", m.text);
     int rc = h5io_read_attr_num(p, "V", "seed", &one, &m);
