@@ -252,53 +252,30 @@ part_sanitize() {
     done
 }
 
-# The command-line tests start dsolve through mpirun: they get a wrapper that runs it under memcheck, whose
-# logs (one a process) stay beside the runs' output. Tests that signal the ranks by their command line
-# (faults, checkpoints) would not find them under the wrapper and are left out.
-part_sanitize_cli() {
-    local cs t wrap=$DS_RAW/dsolve-memcheck
-    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-    [ -x "$cs" ] || { skip sanitize-cli "no compute-sanitizer"; return 0; }
-    [ "$DS_GPUS" -ge 1 ] || { skip sanitize-cli "no GPU here"; return 0; }
+# compute-sanitizer memcheck over gpu tests, several at once on GPUs of their own, the narrowest first
+# (jobs/gpu_ctest.py --memcheck: the sanitizer before each rank's test program; the command-line tests
+# get a wrapper that runs dsolve under it, one log a process). The checkpoint tests find the ranks to
+# signal by their command line and are left out. memcheck_tests NAME SECONDS [-R REGEX]: SECONDS bounds
+# a test and the whole run.
+memcheck_tests() {
+    local name=$1 s=$2
+    shift 2
+    [ "$DS_GPUS" -ge 1 ] || { skip "$name" "no GPU here"; return 0; }
     local -x NCCL_NVLS_ENABLE=0
-    # gen runs no GPU code: it is run as it is (under the sanitizer it exited 255 on 2026-11-26).
-    # shellcheck disable=SC2016  # $1 and $@ are the wrapper's own
-    printf '#!/bin/sh\n[ "$1" = gen ] && exec %s "$@"\nexec %s --tool memcheck --error-exitcode 9 --print-limit 20 --log-file %s/memcheck.%%p.log %s "$@"\n' \
-        "$DS_ROOT/$dsolve" "$cs" "$DS_RAW" "$DS_ROOT/$dsolve" >"$wrap" && chmod +x "$wrap"
-    # Each test takes minutes under memcheck: with several GPUs they run at once, one GPU each.
-    local -x DSOLVE_RUN_TIMEOUT=${DSOLVE_RUN_TIMEOUT:-600}
-    local i=0 nf=${#failed[@]} nc=${#cut[@]}
-    for t in stream_cli stream_logreg stream_ann stream_sort_cli; do
-        if [ "$DS_GPUS" -lt 2 ]; then
-            run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
-            continue
-        fi
-        (  # a run's failure or cut goes back to this shell through a file
-            export CUDA_VISIBLE_DEVICES=$((i % DS_GPUS))
-            run "memcheck_$t" "tests/test_$t.sh" "$wrap" mpirun gpu
-            [ ${#failed[@]} -eq "$nf" ] || echo "${failed[-1]}" >>"$DS_RAW/sanitize-cli.failed"
-            [ ${#cut[@]} -eq "$nc" ] || echo "${cut[-1]}" >>"$DS_RAW/sanitize-cli.cut"
-        ) &
-        i=$((i + 1))
-    done
-    wait
-    [ ! -s "$DS_RAW/sanitize-cli.failed" ] || mapfile -t -O "$nf" failed <"$DS_RAW/sanitize-cli.failed"
-    [ ! -s "$DS_RAW/sanitize-cli.cut" ] || mapfile -t -O "$nc" cut <"$DS_RAW/sanitize-cli.cut"
-    local line
-    while read -r line; do ds_log "memcheck (processes, summary): $line"; done \
-        < <(grep -h "ERROR SUMMARY" "$DS_RAW"/memcheck.*.log 2>/dev/null | sort | uniq -c)
+    DSOLVE_RUN_TIMEOUT=$((s + 60)) run "$name" python3 jobs/gpu_ctest.py "$DS_BUILD" "$DS_RAW/$name" "$@" \
+        --memcheck --narrow-first -E checkpoint --timeout "$s" --deadline "$s"
 }
 
-# compute-sanitizer memcheck over every gpu test but the checkpoint ones (they find the ranks to signal
-# by their command line), several at once on GPUs of their own (jobs/gpu_ctest.py --memcheck), the
-# narrowest first; DSOLVE_MEMCHECK_SECONDS bounds the whole part (default 900).
+# The streaming command-line tests under memcheck (up to 10 minutes a test).
+part_sanitize_cli() {
+    memcheck_tests sanitize_cli "${DSOLVE_RUN_TIMEOUT:-600}" -R '^stream_(cli|logreg|ann|sort_cli)_gpu$'
+}
+
+# Every gpu test under memcheck; DSOLVE_MEMCHECK_SECONDS bounds it (default 900), DSOLVE_CTEST_REGEX picks.
 part_memcheck_tests() {
-    [ "$DS_GPUS" -ge 1 ] || { skip memcheck-tests "no GPU here"; return 0; }
-    local -x NCCL_NVLS_ENABLE=0
-    local s=${DSOLVE_MEMCHECK_SECONDS:-900} regex=()
+    local regex=()
     [ -z "${DSOLVE_CTEST_REGEX:-}" ] || regex=(-R "$DSOLVE_CTEST_REGEX")
-    DSOLVE_RUN_TIMEOUT=$((s + 60)) run memcheck_tests python3 jobs/gpu_ctest.py "$DS_BUILD" "$DS_RAW/memcheck-tests" \
-        "${regex[@]}" --memcheck --narrow-first -E checkpoint --timeout "$s" --deadline "$s"
+    memcheck_tests memcheck_tests "${DSOLVE_MEMCHECK_SECONDS:-900}" "${regex[@]}"
 }
 
 part_solve() {

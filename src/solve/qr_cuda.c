@@ -343,11 +343,8 @@ static int cuda_global_r(ds_ctx *ctx, const ds_mat *X, const double *y, double *
         rc = sketch_fold(ctx, X, y, &p, seed);
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ctx->be->allreduce_sum(ctx, p.b1, 2 * p.b * p.ld));
-    rc = sketch_finish(ctx, &p);
-    if (rc == DS_OK && ctx->rank != 0)
-        rc = ctx->be->fill(ctx, p.rs, p.ld * p.n1, 0.0);
-    DS_CHECK(ctx_agree(ctx, rc));
-    DS_CHECK(ctx->be->allreduce_sum(ctx, p.rs, p.ld * p.n1));  // rank 0's R_s on every rank, bit for bit
+    DS_CHECK(ctx_agree(ctx, sketch_finish(ctx, &p)));
+    DS_CHECK(qr_bcast(ctx, p.rs, p.ld * p.n1));  // rank 0's R_s on every rank, bit for bit
     rc = m > 0 ? precondition(ctx, &p) : DS_OK;
     if (rc == DS_OK)
         rc = q1_gram(ctx, &p);

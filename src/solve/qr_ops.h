@@ -3,7 +3,7 @@
 // R[i + j·(n+1)]), upper triangular with exact zeros below the diagonal, and its rows signed so that
 // R_ii ≥ 0: for A of full column rank it is then unique, so two backends' factors can be compared.
 // A zero row stands where the rows ran out (fewer rows than n+1). All pointers are backend memory.
-// provides: qr_ops, QR_RANK_TOL
+// provides: qr_ops, QR_RANK_TOL, qr_bcast
 #ifndef DS_QR_OPS_H
 #define DS_QR_OPS_H
 
@@ -46,5 +46,9 @@ typedef struct qr_ops {
     // out[j] = Σ_{i ≤ j} R_ij² for j < n1: the squared column norms of A (‖X_j‖², then ‖y‖²). Queued.
     int (*col_norms)(ds_ctx *ctx, const double *R, int64_t n1, double *out);
 } qr_ops;
+
+// Rank 0's n doubles of backend memory to every rank, bit for bit: the others contribute zeros to a sum
+// (x + 0 is x exactly). Collective; the ranks agree first. solve_qr.c.
+int qr_bcast(ds_ctx *ctx, double *buf, int64_t n);
 
 #endif

@@ -43,13 +43,12 @@ static int sb_qr_tree(ds_ctx *ctx, int64_t n1, double *R, double *recv)
     return rc;
 }
 
-// Rank 0's R to every rank, bit for bit: the others contribute zeros to a sum (x + 0 is x exactly).
-static int sb_qr_bcast(ds_ctx *ctx, int64_t n1, double *R)
+int qr_bcast(ds_ctx *ctx, double *buf, int64_t n)
 {
     if (ctx->nranks == 1)
         return DS_OK;
-    DS_CHECK(ctx_agree(ctx, ctx->rank != 0 ? ctx->be->fill(ctx, R, n1 * n1, 0.0) : DS_OK));
-    return ctx->be->allreduce_sum(ctx, R, n1 * n1);
+    DS_CHECK(ctx_agree(ctx, ctx->rank != 0 ? ctx->be->fill(ctx, buf, n, 0.0) : DS_OK));
+    return ctx->be->allreduce_sum(ctx, buf, n);
 }
 
 // The buffers: w->qr[0] the local factorization's work (freed once the local R exists), qr[1] R,
@@ -89,7 +88,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     DS_CHECK(ctx->be->mark(ctx, 7));  // the local factor ends: sb_qr_solve reads the time from mark 0
     if (!global)
         DS_CHECK(sb_qr_tree(ctx, n1, w->qr[1], w->qr[2]));
-    return sb_qr_bcast(ctx, n1, w->qr[1]);
+    return qr_bcast(ctx, w->qr[1], n1 * n1);
 }
 
 // The rank test on the host (cn: the column norms², d: R's diagonal, n1 entries each) and the
