@@ -18,7 +18,7 @@
 #   sanitize-cli compute-sanitizer memcheck over dsolve itself in the streaming command-line tests (gpu:
 #                stream_cli, stream_logreg, stream_ann, stream_sort_cli, at once on a machine with several
 #                GPUs; one report fails the run); slow (up to 10 minutes a test)
-#   memcheck-tests compute-sanitizer memcheck over every gpu test but the checkpoint ones (jobs/gpu_ctest.py
+#   memcheck-tests compute-sanitizer memcheck over every gpu test (jobs/gpu_ctest.py
 #                --memcheck: several at once on a machine with several GPUs; DSOLVE_MEMCHECK_SECONDS, default
 #                900, bounds it)
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
@@ -28,7 +28,8 @@
 #                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
 #                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job; with
 #                2 or more GPUs each method on 4 M x 1 000 on one GPU and on 2 or 4 (and qr with
-#                DSOLVE_QR_GLOBAL=1, run name methods_4m_qr_global_npN)
+#                DSOLVE_QR_GLOBAL=0, the tree: run name methods_4m_qr_tree_npN)
+#   methods-scaling  only the 4 M x 1 000 strong scaling of methods (DSOLVE_SCALING_METHODS picks, e.g. "qr")
 #   ann          the network on the seed problem and on Fashion-MNIST (1 000 to 4 000 neurons); peer:
 #                the seed's CuPy code, warmed by a first run in the same process
 #   sort         10^9 int32 uniform and reverse, float32, each beside CUB alone; with 4 GPUs the 4·10^9
@@ -92,7 +93,7 @@ for p in "$@"; do
 done
 for p in "${parts[@]}"; do
     case $p in
-    build | ctest | ctest-all | solve | methods | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
+    build | ctest | ctest-all | solve | methods | methods-scaling | ann | sort | logreg | bench | bench-cases | bench-node | peers | scaling | \
         hdf5 | stream | stream-cmds | big | sanitize | sanitize-cli | memcheck-tests | cpu) ;;
     *) echo "measure.sh: unknown part '$p' (measure.sh --help)" >&2; exit 64 ;;
     esac
@@ -254,16 +255,15 @@ part_sanitize() {
 
 # compute-sanitizer memcheck over gpu tests, several at once on GPUs of their own, the narrowest first
 # (jobs/gpu_ctest.py --memcheck: the sanitizer before each rank's test program; the command-line tests
-# get a wrapper that runs dsolve under it, one log a process). The checkpoint tests find the ranks to
-# signal by their command line and are left out. memcheck_tests NAME SECONDS [-R REGEX]: SECONDS bounds
-# a test and the whole run.
+# get a wrapper that runs dsolve under it, one log a process). memcheck_tests NAME SECONDS [-R REGEX]:
+# SECONDS bounds a test and the whole run.
 memcheck_tests() {
     local name=$1 s=$2
     shift 2
     [ "$DS_GPUS" -ge 1 ] || { skip "$name" "no GPU here"; return 0; }
     local -x NCCL_NVLS_ENABLE=0
     DSOLVE_RUN_TIMEOUT=$((s + 60)) run "$name" python3 jobs/gpu_ctest.py "$DS_BUILD" "$DS_RAW/$name" "$@" \
-        --memcheck --narrow-first -E checkpoint --timeout "$s" --deadline "$s"
+        --memcheck --narrow-first --timeout "$s" --deadline "$s"
 }
 
 # The streaming command-line tests under memcheck (up to 10 minutes a test).
@@ -330,12 +330,15 @@ methods_scaling() {
     local m np
     [ "$DS_GPUS" -ge 2 ] || { skip methods_scaling "one GPU"; return 0; }
     np=$((DS_GPUS >= 4 ? 4 : 2))
-    for m in solvebak residual cholesky qr auto; do
+    for m in ${DSOLVE_SCALING_METHODS:-solvebak residual cholesky qr auto}; do
         dsr "methods_4m_${m}_np1" 1 solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
         dsr "methods_4m_${m}_np$np" "$np" solve --rows 4000000 --cols 1000 --method "$m" --repeat 5
+        [ "$m" = qr ] || continue
+        # qr with the ranks' R factors combined up the tree instead of every rank's rows factored at once
+        # (src/solve/qr_cuda.c), same job
+        DSOLVE_QR_GLOBAL=0 dsr "methods_4m_qr_tree_np$np" "$np" solve --rows 4000000 --cols 1000 --method qr \
+            --repeat 5
     done
-    # qr with every rank's rows factored at once instead of the tree (src/solve/qr_cuda.c), same job
-    DSOLVE_QR_GLOBAL=1 dsr "methods_4m_qr_global_np$np" "$np" solve --rows 4000000 --cols 1000 --method qr --repeat 5
 }
 
 part_ann() {
@@ -617,7 +620,7 @@ for part in "${parts[@]}"; do
     t0=$SECONDS
     ds_log "== $part"
     gpu_part=0
-    case $part in solve | methods | ann | sort | logreg | bench | bench-cases | peers | scaling | stream) gpu_part=1 ;; esac
+    case $part in solve | methods | methods-scaling | ann | sort | logreg | bench | bench-cases | peers | scaling | stream) gpu_part=1 ;; esac
     if [ "$gpu_part" = 1 ] && [ "$DS_GPUS" -eq 0 ]; then
         skip "$part" "no GPU here"
         continue
@@ -643,6 +646,7 @@ for part in "${parts[@]}"; do
     stream-cmds) part_stream_cmds ;;
     sanitize-cli) part_sanitize_cli ;;
     memcheck-tests) part_memcheck_tests ;;
+    methods-scaling) methods_scaling ;;
     *) "part_$part" ;;
     esac
     ds_log "$part: $((SECONDS - t0)) s"

@@ -5,7 +5,9 @@
 #   cli_cmd=(WORDS...)      put before the arguments of every run, e.g. (sort --backend cpu)
 #   cli_backend=NAME        --backend NAME appended to every run but `info`
 #   cli_mpi_args=(ARGS...)  more mpiexec arguments, e.g. (--bind-to none)
-#   cli_timeout=SECONDS     after which a run is killed and counts as hung (default 300)
+#   cli_timeout=SECONDS     after which a run is killed and counts as hung (default 300; times
+#                           DSOLVE_TEST_TIME_SCALE, a whole number, where the runs are slowed on purpose:
+#                           10 under compute-sanitizer, jobs/gpu_ctest.py --memcheck)
 py=
 for p in python3 /usr/bin/python3; do
     if "$p" -c "import ${cli_py_needs:-numpy, h5py}" 2>/dev/null; then py=$p; break; fi
@@ -27,7 +29,7 @@ run() {
     shift
     local be=()
     if [ -n "${cli_backend:-}" ] && [ "${1:-}" != info ]; then be=(--backend "$cli_backend"); fi
-    timeout "${cli_timeout:-300}" "$mpiexec" -np "$np" ${cli_mpi_args[@]+"${cli_mpi_args[@]}"} "$dsolve" \
+    timeout "$((${cli_timeout:-300} * ${DSOLVE_TEST_TIME_SCALE:-1}))" "$mpiexec" -np "$np" ${cli_mpi_args[@]+"${cli_mpi_args[@]}"} "$dsolve" \
         ${cli_cmd[@]+"${cli_cmd[@]}"} "$@" ${be[@]+"${be[@]}"} >out.txt 2>err.txt
     rc=$?
 }
@@ -41,7 +43,7 @@ expect() {
     local what="dsolve ${cli_cmd[*]+${cli_cmd[*]} }$* (np $np)"
     rm -f out.h5 out.h5.part*
     run "$np" "$@"
-    if [ "$rc" -eq 124 ]; then bad "$what: hung (killed after ${cli_timeout:-300} s)"; return; fi
+    if [ "$rc" -eq 124 ]; then bad "$what: hung (killed after $((${cli_timeout:-300} * ${DSOLVE_TEST_TIME_SCALE:-1})) s)"; return; fi
     local msg
     msg=$(grep '^dsolve:' err.txt | head -1)
     if [ "$rc" -ne "$code" ]; then bad "$what: exit $rc, want $code; stderr: $(head -3 err.txt)"; return; fi
@@ -62,8 +64,10 @@ cli_gpus_or_skip() {
 # cli_interrupted NAME SIGNAL OPT...: `cli_cmd OPT...` on $np ranks with a checkpoint (ck.h5) at every safe
 # point, SIGNAL sent at a random moment once the first checkpoint exists: SIGUSR1 to mpiexec on the CPU
 # backend (Open MPI passes it on; on the GPU machine a run once ended before it arrived), else to the ranks,
-# as Slurm sends it; $rc its exit status. No temporary checkpoint may be left, but after SIGKILL (which
-# may strike inside a write: the last whole checkpoint stays).
+# as Slurm sends it: the processes whose command line starts with a path ending in /dsolve, so that the
+# signal reaches dsolve itself also when $dsolve is a wrapper starting it under compute-sanitizer
+# (jobs/gpu_ctest.py --memcheck); $rc its exit status. No temporary checkpoint may be left, but after
+# SIGKILL (which may strike inside a write: the last whole checkpoint stays).
 cli_interrupted() {
     local name=$1 sig=$2
     shift 2
@@ -71,10 +75,10 @@ cli_interrupted() {
     "$mpiexec" -np "$np" "$dsolve" "${cli_cmd[@]}" --backend "$cli_backend" "$@" --checkpoint ck.h5 \
         --checkpoint-every 0 --json >out.txt 2>err.txt &
     local job=$!
-    for _ in $(seq 300); do [ -e ck.h5 ] && break; sleep 0.05; done
+    for _ in $(seq 1200); do [ -e ck.h5 ] && break; sleep 0.05; done
     if [ "$cli_backend" = cpu ]; then sleep "0.$((RANDOM % 5))"; else sleep "0.0$((RANDOM % 10))"; fi
     if [ "$sig" = USR1 ] && [ "$cli_backend" = cpu ]; then kill -USR1 "$job"
-    else pkill -"$sig" -f "^$dsolve ${cli_cmd[*]} --backend $cli_backend"; fi
+    else pkill -"$sig" -f "^[^ ]*/dsolve ${cli_cmd[*]} --backend $cli_backend"; fi
     wait "$job"
     rc=$?
     if [ "$sig" != KILL ] && compgen -G "ck.h5.part*" >/dev/null; then bad "$name: left $(ls ck.h5.part*)"; fi
