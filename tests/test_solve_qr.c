@@ -351,6 +351,7 @@ int main(int argc, char **argv)
         status = 77;
     } else if (gpu) {
         const char *why = NULL, *be = ds_backend_device(&why)->name;
+        setenv("DSOLVE_QR_GLOBAL", "0", 1);  // the tree over the ranks' own factors (global_r's fallback)
         check_all(be, 1);
         setenv("DSOLVE_QR_SKETCH", "1", 1);  // the preconditioned Cholesky QR on every block it can take
         check_ill(be, &(prob){.name = "qr, cond 1e12, 2000 x 100, exact y, sketch", .m = 2000, .n = 100, .cond = 1e12,
@@ -361,8 +362,8 @@ int main(int argc, char **argv)
             check_deficient(be, &(prob){.name = "qr, a dependent column, sketch", .m = 3000, .n = 40, .cond = 1e3,
                                         .dep = d, .seed = 50 + d});
         // The sketch over every rank's rows (qr_ops.global_r: on 2 and 4 ranks), its fallback to the tree
-        // where the check fails (the zero column), and the ranks' agreement.
-        setenv("DSOLVE_QR_GLOBAL", "1", 1);
+        // where the check fails (the zero column), and the ranks' agreement: the default.
+        unsetenv("DSOLVE_QR_GLOBAL");
         check_ill(be, &(prob){.name = "qr, cond 1e12, 2000 x 100, exact y, global", .m = 2000, .n = 100,
                               .cond = 1e12, .seed = 31});
         check_against_cpu(be, &(prob){.name = "qr, gpu vs cpu, global", .m = 3000, .n = 100, .cond = 1e3, .noise = 0.1,
@@ -372,7 +373,6 @@ int main(int argc, char **argv)
                                         .dep = d, .seed = 50 + d});
         check_ranks(be, &(prob){.name = "qr, rank counts, global", .m = 1001, .n = 40, .cond = 1e3, .noise = 0.1,
                                 .seed = 37});
-        unsetenv("DSOLVE_QR_GLOBAL");
         unsetenv("DSOLVE_QR_SKETCH");
         status = test_finish("test_solve_qr gpu");
     } else {

@@ -252,6 +252,9 @@ int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
     *ptr = NULL;
     if (bytes == 0)
         return DS_OK;
+    // Whole 256-byte units, cudaMalloc's own granularity: NCCL's LL broadcast reads a buffer's last
+    // partial 4-byte word whole (compute-sanitizer memcheck reported it past a 19-byte allocation).
+    bytes = (bytes + 255) & ~(size_t)255;
     cudaError_t rc = cudaMalloc(ptr, bytes);
     if (rc == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();  // not sticky: clear it, or the next launch check would report it

@@ -1,8 +1,8 @@
 // solve_qr.c: --method qr, least squares by TSQR. Each rank factors its rows of A = [X | y] (the backend's
 // qr_ops.local_r), the (n+1) × (n+1) R factors are combined up a binomial tree to rank 0 (stack two,
 // factor again: qr_ops.stack_r) and rank 0's R is sent to every rank, so that all ranks hold the same
-// bits. A backend with qr_ops.global_r may factor all ranks' rows at once instead (CUDA, where
-// DSOLVE_QR_GLOBAL=1 asks for it: its sums are collectives, with no serial step like the tree's). From R: a = R[0:n,0:n]⁻¹·R[0:n,n], ‖y‖² and ‖X_j‖² from its columns' norms, and the residual
+// bits. A backend with qr_ops.global_r may factor all ranks' rows at once instead (CUDA, unless
+// DSOLVE_QR_GLOBAL=0: its sums are collectives, with no serial step like the tree's). From R: a = R[0:n,0:n]⁻¹·R[0:n,n], ‖y‖² and ‖X_j‖² from its columns' norms, and the residual
 // ‖y − X·a‖² = R_nn². The normal equations square cond(X); R does not, so this is the method for
 // ill-conditioned X (up to 1e12 and beyond) where cholesky fails. Rank deficiency is a failure (exit 4)
 // naming the column (qr_ops.h, QR_RANK_TOL).
