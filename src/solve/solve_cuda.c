@@ -202,12 +202,28 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
     DS_CHECK(cuda_wait(ctx, NULL));  // host is pageable and freed next
     free(host);
     CUDA_CHECK(ctx, up);
+    // The groups after the first (the last tile column and corner: for n = 1 000 and tiles of 128, 112 and
+    // 16 GEMMs beside the first's 448) are too few to fill the GPU alone; DSOLVE_GRAM_CONCURRENT=1 runs them
+    // on side streams 1.. (side 0 computes Xᵀy), under the first group's last wave. Each GEMM writes its own
+    // part of P, and the reduction's order is fixed: G is the same bits either way. Off by default until
+    // measured.
+    const int side = env_int("DSOLVE_GRAM_CONCURRENT", 0) == 1 ? GRAM_STREAMS - 1 : 0;
+    const int used = ng - 1 < side ? ng - 1 : side;
+    if (used > 0)
+        CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    for (int s = 1; s <= used; s++)
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[s], st->fork, 0));
     const double one = 1.0, zero = 0.0;
     for (int q = 0; q < ng; q++) {
         const double **A = st->ptrs + g[q].off;
-        CUBLAS_CHECK(ctx, cublasDgemmBatched(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)g[q].wi, (int)g[q].wj,
-                                             (int)g[q].k, &one, A, (int)n, A + g[q].cnt, (int)n, &zero,
+        cublasHandle_t h = q == 0 || used == 0 ? st->blas : st->side_blas[1 + (q - 1) % used];
+        CUBLAS_CHECK(ctx, cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)g[q].wi, (int)g[q].wj, (int)g[q].k,
+                                             &one, A, (int)n, A + g[q].cnt, (int)n, &zero,
                                              (double *const *)(A + 2 * g[q].cnt), (int)n, (int)g[q].cnt));
+    }
+    for (int s = 1; s <= used; s++) {
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[s], 0));
     }
     CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)p->ks, n, G, st->stream));
     return DS_OK;
