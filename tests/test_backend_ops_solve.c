@@ -5,6 +5,7 @@
 // roundoff; f32 rows are widened before they are multiplied): the bound of any summation order.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_ops.h"
@@ -290,6 +291,17 @@ void case_solve_gram(ops_run *r)
             char shape[96];
             xblock_text(r, &x, "", shape, sizeof shape);
             ops_report(r, "solve.gram", shape, ops_dtype_name(f32), ops_err_gram(fg, fw, n1, n1), rows_tol(r, &x, 0), st);
+            if (!f32) {  // the tiled product's GEMM groups at once (CUDA): the same bits as one after another
+                double *alt = ops_new(&h, (size_t)len * 8);
+                setenv("DSOLVE_GRAM_TILE", "32", 1);  // several groups also for n = 130
+                st = gram_on(r->dut, &x, y, got);
+                setenv("DSOLVE_GRAM_CONCURRENT", "1", 1);
+                st |= gram_on(r->dut, &x, y, alt);
+                unsetenv("DSOLVE_GRAM_CONCURRENT");
+                unsetenv("DSOLVE_GRAM_TILE");
+                ops_report(r, "solve.gram concurrent", shape, "f64", memcmp(got, alt, (size_t)len * 8) ? 1.0 : 0.0, 0.0,
+                           st);
+            }
             ops_release(&h);
         }
 }
