@@ -63,6 +63,16 @@ def memcheck_command(cmd, build, sanitizer, wrapper):
     return out
 
 
+def memcheck_errors(out, name):
+    """Whether a sanitized process of test NAME reported an error (a test may pass whatever a run's status)."""
+    for fn in os.listdir(out):
+        if fn.startswith(name + ".memcheck."):
+            for line in open(os.path.join(out, fn), errors="replace"):
+                if "ERROR SUMMARY:" in line and not line.split("ERROR SUMMARY:", 1)[1].strip().startswith("0 errors"):
+                    return True
+    return False
+
+
 def write_wrapper(path, build, sanitizer, log):
     """dsolve under the sanitizer, its log at LOG (the wrapper's process id in place of %p). `dsolve gen` and
     runs on the CPU backend start no GPU code and run as they are. A run that ends before CUDA starts (a
@@ -150,7 +160,7 @@ def main():
         if rc == -1:
             status = "cut"
         elif a.memcheck:
-            status = "skipped" if skip else "failed" if rc != 0 else "passed"
+            status = "skipped" if skip else "failed" if rc != 0 or memcheck_errors(a.out, name) else "passed"
         else:
             status = "failed" if rc != 0 else "skipped" if "Skipped" in text or "Not Run" in text else "passed"
         with lock:
