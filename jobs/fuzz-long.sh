@@ -17,13 +17,27 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 [ -d "$bin/lib" ] && export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The cost of an execution, relative: one core's rates measured on 2026-11-25 (idx 1 124 exec/s, h5_lsq 448,
 # h5_labelled 734, h5_keys 565, h5_model 129); h5_model's since its attributes are checked at once
-# (2026-11-26: 185 a second on a core shared with a CI run, so about 30 against h5_lsq's 25).
-harnesses=(idx h5_lsq h5_labelled h5_keys h5_model)
-declare -A cost=([idx]=10 [h5_lsq]=25 [h5_labelled]=15 [h5_keys]=20 [h5_model]=30)
-cores=${FUZZ_CORES:-$(nproc)} total=0 args=() workers=""
-for h in "${harnesses[@]}"; do total=$((total + cost[$h])); done
+# (2026-11-26: 185 a second on a core shared with a CI run, so about 30 against h5_lsq's 25); h5_labelled's
+# over a whole run of 4 000 s (2026-11-26, one core each: 109 a second against h5_lsq's 128, as its corpus
+# grows). FUZZ_HARNESSES picks the harnesses (default all five); the cores left by rounding go to the
+# harnesses with the largest remainders.
+read -ra harnesses <<<"${FUZZ_HARNESSES:-idx h5_lsq h5_labelled h5_keys h5_model}"
+declare -A cost=([idx]=10 [h5_lsq]=25 [h5_labelled]=30 [h5_keys]=20 [h5_model]=30) nw=()
+cores=${FUZZ_CORES:-$(nproc)} total=0 given=0 args=() workers=""
 for h in "${harnesses[@]}"; do
-    w=$((cores * cost[$h] / total))
+    [ -n "${cost[$h]:-}" ] || { echo "fuzz-long.sh: unknown harness '$h'" >&2; exit 2; }
+    total=$((total + cost[$h]))
+done
+for h in "${harnesses[@]}"; do
+    nw[$h]=$((cores * cost[$h] / total))
+    given=$((given + nw[$h]))
+done
+for h in $(for h in "${harnesses[@]}"; do echo "$((cores * cost[$h] % total)) $h"; done | sort -rn | cut -d' ' -f2); do
+    [ "$given" -lt "$cores" ] || break
+    nw[$h]=$((nw[$h] + 1)) given=$((given + 1))
+done
+for h in "${harnesses[@]}"; do
+    w=${nw[$h]}
     [ "$w" -ge 1 ] || w=1
     args+=("$h:$w") workers+="${workers:+, }$h $w"
 done
