@@ -32,7 +32,7 @@ for h in "${harnesses[@]}"; do
     nw[$h]=$((cores * cost[$h] / total))
     given=$((given + nw[$h]))
 done
-for h in $(for h in "${harnesses[@]}"; do echo "$((cores * cost[$h] % total)) $h"; done | sort -rn | cut -d' ' -f2); do
+for h in $(for g in "${harnesses[@]}"; do echo "$((cores * cost[$g] % total)) $g"; done | sort -rn | cut -d' ' -f2); do
     [ "$given" -lt "$cores" ] || break
     nw[$h]=$((nw[$h] + 1)) given=$((given + 1))
 done
