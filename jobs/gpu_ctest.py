@@ -63,14 +63,19 @@ def memcheck_command(cmd, build, sanitizer, wrapper):
     return out
 
 
+def error_summaries(out, name=""):
+    """The closing lines ("ERROR SUMMARY: ...", what follows the colon) of the sanitized processes' logs in
+    OUT, of test NAME's alone when given."""
+    for fn in sorted(os.listdir(out)):
+        if ".memcheck." in fn and fn.startswith(name + ".memcheck." if name else ""):
+            for line in open(os.path.join(out, fn), errors="replace"):
+                if "ERROR SUMMARY:" in line:
+                    yield line.split("ERROR SUMMARY:", 1)[1].strip()
+
+
 def memcheck_errors(out, name):
     """Whether a sanitized process of test NAME reported an error (a test may pass whatever a run's status)."""
-    for fn in os.listdir(out):
-        if fn.startswith(name + ".memcheck."):
-            for line in open(os.path.join(out, fn), errors="replace"):
-                if "ERROR SUMMARY:" in line and not line.split("ERROR SUMMARY:", 1)[1].strip().startswith("0 errors"):
-                    return True
-    return False
+    return any(not k.startswith("0 errors") for k in error_summaries(out, name))
 
 
 def write_wrapper(path, build, sanitizer, log):
@@ -207,12 +212,8 @@ def main():
         lines += ["The following tests FAILED:"] + [f"\t{i + 1} - {n} (Failed)" for i, n in enumerate(failed)]
     if a.memcheck:  # every sanitized process's closing line, counted
         tally = {}
-        for fn in sorted(os.listdir(a.out)):
-            if ".memcheck." in fn:
-                for line in open(os.path.join(a.out, fn), errors="replace"):
-                    if "ERROR SUMMARY" in line:
-                        key = line.split("ERROR SUMMARY:", 1)[1].strip()
-                        tally[key] = tally.get(key, 0) + 1
+        for key in error_summaries(a.out):
+            tally[key] = tally.get(key, 0) + 1
         lines.append("memcheck: " + (", ".join(f"{n} processes with {k}" for k, n in sorted(tally.items()))
                                      or "no process reported"))
     with open(os.path.join(a.out, "summary.txt"), "w") as f:

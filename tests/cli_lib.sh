@@ -22,6 +22,9 @@ fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
+# cli_limit: a run's limit in seconds (cli_timeout times DSOLVE_TEST_TIME_SCALE).
+cli_limit() { echo $((${cli_timeout:-300} * ${DSOLVE_TEST_TIME_SCALE:-1})); }
+
 # run NP ARGS...: dsolve on NP ranks (with cli_cmd, cli_backend and cli_mpi_args), stdout in out.txt,
 # stderr in err.txt, the exit status in $rc (124: killed after cli_timeout seconds).
 run() {
@@ -29,7 +32,7 @@ run() {
     shift
     local be=()
     if [ -n "${cli_backend:-}" ] && [ "${1:-}" != info ]; then be=(--backend "$cli_backend"); fi
-    timeout "$((${cli_timeout:-300} * ${DSOLVE_TEST_TIME_SCALE:-1}))" "$mpiexec" -np "$np" ${cli_mpi_args[@]+"${cli_mpi_args[@]}"} "$dsolve" \
+    timeout "$(cli_limit)" "$mpiexec" -np "$np" ${cli_mpi_args[@]+"${cli_mpi_args[@]}"} "$dsolve" \
         ${cli_cmd[@]+"${cli_cmd[@]}"} "$@" ${be[@]+"${be[@]}"} >out.txt 2>err.txt
     rc=$?
 }
@@ -43,7 +46,7 @@ expect() {
     local what="dsolve ${cli_cmd[*]+${cli_cmd[*]} }$* (np $np)"
     rm -f out.h5 out.h5.part*
     run "$np" "$@"
-    if [ "$rc" -eq 124 ]; then bad "$what: hung (killed after $((${cli_timeout:-300} * ${DSOLVE_TEST_TIME_SCALE:-1})) s)"; return; fi
+    if [ "$rc" -eq 124 ]; then bad "$what: hung (killed after $(cli_limit) s)"; return; fi
     local msg
     msg=$(grep '^dsolve:' err.txt | head -1)
     if [ "$rc" -ne "$code" ]; then bad "$what: exit $rc, want $code; stderr: $(head -3 err.txt)"; return; fi
