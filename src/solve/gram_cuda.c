@@ -1,0 +1,271 @@
+// gram_cuda.c: G = XᵀX and c = Xᵀy for f64 X on the CUDA backend, the product that dominates the Gram
+// route, cholesky and the network's output fit. Four plans, all writing the same symmetric G (the
+// reduction's order is fixed, so a plan gives the same bits on every run):
+//   tiled   (default) the n columns in tiles of t, the tiles on and above the diagonal (about half of a
+//           full GEMM's flops, as in SYRK), each split over ks chunks of rows; one batched GEMM per tile
+//           shape (DSOLVE_GRAM_CONCURRENT=1: the smaller shapes on side streams beside the first);
+//   grouped the same GEMMs in one grouped batched call (cublasDgemmGroupedBatched);
+//   panel   a strided-batched GEMM (over the row chunks) per panel of t rows of G, from its diagonal to
+//           the last column: fewer, larger GEMMs (DSOLVE_GRAM_CONCURRENT=1: the panels over 4 streams);
+//   syrk    cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
+// DSOLVE_GRAM_PLAN (tiled, grouped, panel), DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the plan.
+// provides: gram_xtx_f64
+#define _POSIX_C_SOURCE 200809L
+
+#include <limits.h>
+#include <string.h>
+
+#include "backend/backend_cuda.h"
+#include "solve/gram_cuda.h"
+#include "solve/solve_kernels.h"
+
+enum { PLAN_TILED, PLAN_GROUPED, PLAN_PANEL };
+
+typedef struct gram_plan {
+    int kind;
+    int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
+} gram_plan;
+
+typedef struct gram_group {
+    int64_t wi, wj, k;  // the shape of its GEMMs
+    int64_t off, cnt;   // its pointers: A at off, B at pairs + off, C at 2·pairs + off
+} gram_group;
+
+static int64_t env_int(const char *name, int64_t fallback)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && x >= 0 ? (int64_t)x : fallback;
+}
+
+static gram_plan gram_make_plan(int64_t m, int64_t n)
+{
+    gram_plan p;
+    const char *kind = getenv("DSOLVE_GRAM_PLAN");
+    p.kind = kind && strcmp(kind, "grouped") == 0 ? PLAN_GROUPED
+             : kind && strcmp(kind, "panel") == 0 ? PLAN_PANEL
+                                                  : PLAN_TILED;
+    // Measured on an H200 (n = 1 000; jobs/results): tiles of 128 in 16 row chunks took 2.54 ms for 10⁵
+    // rows and 113 ms for 4·10⁶, against 3.07 and 127 ms for DSYRK on chunks of 32 768 rows; 8 chunks
+    // took 2.90 ms, 24 to 48 chunks 2.61 to 3.05 ms, and tiles of 64, 96, 160, 192 or 256 were slower at
+    // every chunk count tried (4 to 48).
+    p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
+    p.t = p.t < 32 ? 32 : (p.t + 31) / 32 * 32;
+    p.T = (n + p.t - 1) / p.t;
+    int64_t ks = m / 1024;  // 16 chunks, each of at least 1 024 rows
+    ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
+    while (ks > 1 && (double)ks * n * n * 8 > 2e9)  // partials stay under 2 GB
+        ks--;
+    p.ks = env_int("DSOLVE_GRAM_KSPLIT", ks);
+    if (p.ks > 0 && (m + p.ks - 1) / p.ks > INT_MAX)  // cuBLAS's batched GEMMs take k as int
+        p.ks = (m + INT_MAX - 1) / INT_MAX;
+    p.kc = p.ks > 0 ? (m + p.ks - 1) / p.ks : m;
+    if (p.ks > 0)
+        p.ks = (m + p.kc - 1) / p.kc;  // no empty chunk
+    return p;
+}
+
+static int ptrs_reserve(ds_ctx *ctx, size_t count)
+{
+    cuda_state *st = state(ctx);
+    if (count <= st->ptrs_len)
+        return DS_OK;
+    DS_CHECK(cuda_wait(ctx, NULL));
+    cudaFree(st->ptrs);
+    st->ptrs = NULL;
+    st->ptrs_len = 0;
+    DS_CHECK(cuda_alloc(ctx, (void **)&st->ptrs, count * sizeof(double *)));
+    st->ptrs_len = count;
+    return DS_OK;
+}
+
+// Visits every (chunk, tile) pair: fill == 0 sorts them into groups by shape and counts them; fill == 1
+// writes their A, B and C pointers into host at their group's place (all A, then all B, then all C).
+static void gram_pairs(const double *X, double *P, int64_t m, int64_t n, const gram_plan *p, gram_group *g,
+                       int *ng, const double **host, int fill)
+{
+    const int64_t r = n - (p->T - 1) * p->t, pairs = p->T * (p->T + 1) / 2 * p->ks;
+    int64_t cursor[8] = {0};
+    for (int64_t c = 0; c < p->ks; c++)
+        for (int64_t I = 0; I < p->T; I++)
+            for (int64_t J = I; J < p->T; J++) {
+                const int64_t k0 = c * p->kc, k = m - k0 < p->kc ? m - k0 : p->kc;
+                const int64_t wi = I == p->T - 1 ? r : p->t, wj = J == p->T - 1 ? r : p->t;
+                int q = 0;
+                while (q < *ng && !(g[q].wi == wi && g[q].wj == wj && g[q].k == k))
+                    q++;
+                if (q == *ng) {  // shapes: (t, t), (t, r), (r, r), each with kc or the last chunk's k
+                    g[q] = (gram_group){wi, wj, k, 0, 0};
+                    (*ng)++;
+                }
+                if (!fill) {
+                    g[q].cnt++;
+                    continue;
+                }
+                const int64_t at = g[q].off + cursor[q]++;
+                host[at] = X + I * p->t + k0 * n;
+                host[pairs + at] = X + J * p->t + k0 * n;
+                host[2 * pairs + at] = P + c * n * n + I * p->t + J * p->t * n;
+            }
+}
+
+// The side streams 1 .. used start after what the main stream has queued (side 0 computes Xᵀy).
+static int fork_sides(ds_ctx *ctx, int used)
+{
+    cuda_state *st = state(ctx);
+    if (used > 0)
+        CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    for (int s = 1; s <= used; s++)
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[s], st->fork, 0));
+    return DS_OK;
+}
+
+static int join_sides(ds_ctx *ctx, int used)
+{
+    cuda_state *st = state(ctx);
+    for (int s = 1; s <= used; s++) {
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[s], 0));
+    }
+    return DS_OK;
+}
+
+static int side_count(void)
+{
+    return env_int("DSOLVE_GRAM_CONCURRENT", 0) == 1 ? GRAM_STREAMS - 1 : 0;
+}
+
+// The tiled and grouped plans: every (chunk, tile) GEMM from pointer arrays, into the partials P.
+static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const gram_plan *p, double *P)
+{
+    cuda_state *st = state(ctx);
+    const int64_t pairs = p->T * (p->T + 1) / 2 * p->ks;
+    DS_CHECK(ptrs_reserve(ctx, (size_t)(3 * pairs)));
+    const double **host = malloc((size_t)(3 * pairs) * sizeof *host);
+    if (!host)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    gram_group g[8];
+    int ng = 0;
+    gram_pairs(X, P, m, n, p, g, &ng, host, 0);
+    for (int q = 1; q < ng; q++)
+        g[q].off = g[q - 1].off + g[q - 1].cnt;
+    gram_pairs(X, P, m, n, p, g, &ng, host, 1);
+    cudaError_t up = cudaMemcpyAsync(st->ptrs, host, (size_t)(3 * pairs) * sizeof *host, cudaMemcpyHostToDevice,
+                                     st->stream);
+    DS_CHECK(cuda_wait(ctx, NULL));  // host is pageable and freed next
+    free(host);
+    CUDA_CHECK(ctx, up);
+    const double **A = st->ptrs, **B = st->ptrs + pairs;
+    double *const *C = (double *const *)(st->ptrs + 2 * pairs);
+    if (p->kind == PLAN_GROUPED) {
+        cublasOperation_t ta[8], tb[8];
+        int gm[8], gn[8], gk[8], ld[8], size[8];
+        double one[8], zero[8];
+        for (int q = 0; q < ng; q++) {
+            ta[q] = CUBLAS_OP_N, tb[q] = CUBLAS_OP_T, one[q] = 1.0, zero[q] = 0.0, ld[q] = (int)n;
+            gm[q] = (int)g[q].wi, gn[q] = (int)g[q].wj, gk[q] = (int)g[q].k, size[q] = (int)g[q].cnt;
+        }
+        CUBLAS_CHECK(ctx, cublasDgemmGroupedBatched(st->blas, ta, tb, gm, gn, gk, one, A, ld, B, ld, zero, C, ld, ng,
+                                                    size));
+        return DS_OK;
+    }
+    // The groups after the first (the last tile column and corner: for n = 1 000 and tiles of 128, 112 and
+    // 16 GEMMs beside the first's 448) are too few to fill the GPU alone: DSOLVE_GRAM_CONCURRENT=1 runs them
+    // on side streams, under the first group's last wave.
+    const int side = side_count(), used = ng - 1 < side ? ng - 1 : side;
+    DS_CHECK(fork_sides(ctx, used));
+    const double one = 1.0, zero = 0.0;
+    for (int q = 0; q < ng; q++) {
+        cublasHandle_t h = q == 0 || used == 0 ? st->blas : st->side_blas[1 + (q - 1) % used];
+        CUBLAS_CHECK(ctx, cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)g[q].wi, (int)g[q].wj, (int)g[q].k,
+                                             &one, A + g[q].off, (int)n, B + g[q].off, (int)n, &zero, C + g[q].off,
+                                             (int)n, (int)g[q].cnt));
+    }
+    return join_sides(ctx, used);
+}
+
+// The panel plan: panel I (rows I·t .. of G, columns I·t .. n−1 of the partials' upper triangle) as one
+// strided-batched GEMM over the full row chunks, and one GEMM for a shorter last chunk.
+static int gram_panels(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const gram_plan *p, double *P)
+{
+    cuda_state *st = state(ctx);
+    const int64_t full = m / p->kc, tail = m - full * p->kc;
+    const int side = side_count(), used = p->T - 1 < side ? (int)p->T - 1 : side;
+    DS_CHECK(fork_sides(ctx, used));
+    const double one = 1.0, zero = 0.0;
+    for (int64_t I = 0; I < p->T; I++) {
+        cublasHandle_t h = used == 0 ? st->blas : I % (used + 1) == 0 ? st->blas : st->side_blas[I % (used + 1)];
+        const int64_t c0 = I * p->t, wi = n - c0 < p->t ? n - c0 : p->t, nj = n - c0;
+        const double *A = X + c0;
+        double *C = P + c0 + c0 * n;
+        if (full > 0)
+            CUBLAS_CHECK(ctx, cublasDgemmStridedBatched_64(h, CUBLAS_OP_N, CUBLAS_OP_T, wi, nj, p->kc, &one, A, n,
+                                                           p->kc * n, A, n, p->kc * n, &zero, C, n, n * n, full));
+        if (tail > 0)
+            CUBLAS_CHECK(ctx, cublasDgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_T, wi, nj, tail, &one, A + full * p->kc * n, n,
+                                             A + full * p->kc * n, n, &zero, C + full * n * n, n));
+    }
+    return join_sides(ctx, used);
+}
+
+// G by cuBLAS DSYRK (DSOLVE_GRAM_KSPLIT=0) on chunks of at most GEMM_CHUNK_ROWS rows (one DSYRK over
+// 4 M rows ran 7× slower than chunks of 32 768), dealt round-robin to S side streams (DSOLVE_GRAM_STREAMS,
+// default 1: 4 concurrent streams were measured slower), each summing into its own partial; c = Xᵀy
+// runs meanwhile on the main stream, and a reduction adds the partials into the full symmetric G.
+static int gram_syrk_streams(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const double *y, double *out)
+{
+    cuda_state *st = state(ctx);
+    const int64_t chunks = (m + GEMM_CHUNK_ROWS - 1) / GEMM_CHUNK_ROWS;
+    int64_t S = env_int("DSOLVE_GRAM_STREAMS", 1);
+    S = S < 1 ? 1 : S > GRAM_STREAMS ? GRAM_STREAMS : S;
+    S = S > chunks ? chunks : S;
+    while (S > 1 && (double)S * n * n * 8 > 2e9)  // partials stay under 2 GB
+        S--;
+    const int64_t kc = (m + chunks - 1) / chunks;  // near-equal chunks
+    double *P = out;  // one stream sums straight into G
+    if (S > 1)
+        DS_CHECK(scratch_reserve(ctx, (size_t)(S * n * n), &P));
+    const double one = 1.0, zero = 0.0;
+    CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    for (int64_t s = 0; s < S; s++)
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[s], st->fork, 0));
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t s = c % S, r0 = c * kc, k = m - r0 < kc ? m - r0 : kc;
+        // Partials: the column-major upper triangle (row ≤ column), as ds_k_gram_reduce reads it; G
+        // itself: the column-major lower, which is the row-major upper that ds_k_mirror_upper copies.
+        CUBLAS_CHECK(ctx, cublasDsyrk_64(st->side_blas[s], S > 1 ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
+                                         CUBLAS_OP_N, n, k, &one,
+                                         X + r0 * n, n, c < S ? &zero : &one, P + s * n * n, n));
+    }
+    for (int64_t s = 0; s < S; s++)
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[s], st->side[s]));
+    CUBLAS_CHECK(ctx, cublasDgemv_64(st->blas, CUBLAS_OP_N, n, m, &one, X, n, y, 1, &zero, out + n * n, 1));
+    for (int64_t s = 0; s < S; s++)
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[s], 0));
+    if (S > 1)
+        CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)S, n, out, st->stream));
+    else
+        CUDA_CHECK(ctx, ds_k_mirror_upper(out, n, st->stream));
+    return DS_OK;
+}
+
+int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const double *y, double *out)
+{
+    cuda_state *st = state(ctx);
+    const gram_plan plan = gram_make_plan(m, n);
+    if (plan.ks == 0)
+        return gram_syrk_streams(ctx, X, m, n, y, out);
+    // c = Xᵀy (memory-bound) on side stream 0, under the compute-bound GEMMs.
+    const double one = 1.0, zero = 0.0;
+    CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
+    CUBLAS_CHECK(ctx, cublasDgemv_64(st->side_blas[0], CUBLAS_OP_N, n, m, &one, X, n, y, 1, &zero, out + n * n, 1));
+    CUDA_CHECK(ctx, cudaEventRecord(st->join[0], st->side[0]));
+    double *P;
+    DS_CHECK(scratch_reserve(ctx, (size_t)(plan.ks * n * n), &P));
+    DS_CHECK(plan.kind == PLAN_PANEL ? gram_panels(ctx, X, m, n, &plan, P) : gram_tiled(ctx, X, m, n, &plan, P));
+    CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)plan.ks, n, out, st->stream));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
+    return DS_OK;
+}
