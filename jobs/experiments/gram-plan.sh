@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# gram-plan.sh OUTDIR [plans]: the sweep behind the Gram product's defaults (tile width 128, row chunks of
+# gram-plan.sh OUTDIR: the sweep behind the Gram product's defaults (tile width 128, row chunks of
 # 12 500 rows, at most 16): on one GPU, `dsolve solve --method gram --repeat 10` on the seed problem
 # (100 000 x 1 000) for every DSOLVE_GRAM_TILE in 96..256 and DSOLVE_GRAM_KSPLIT in 4, 8, 16, then cuBLAS
-# DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0) on the seed problem and on 4 M rows. With `plans`, the
-# plans of src/solve/gram_cuda.c instead: tiled with its side streams, grouped, and panel over tile
-# widths 32..128 with and without streams, on the seed problem. A tuning run, not a
+# DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0) on the seed problem and on 4 M rows. A tuning run, not a
 # reported figure: jobs/measure.sh does not run it. Writes OUTDIR/results.jsonl, summary.md (its table
 # of every run: the solve time, with the setup time in the raw records), log.txt and raw.tar.gz.
 # 18 solves of the seed problem or of 4 M rows; build first (jobs/build.sh). Example:
@@ -12,7 +10,7 @@
 set -uo pipefail
 # shellcheck source=jobs/lib.sh
 . "$(dirname "$0")/../lib.sh"
-out=${1:?usage: gram-plan.sh OUTDIR [plans]} sweep=${2:-tiles}
+out=${1:?usage: gram-plan.sh OUTDIR}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 64
 raw=$(mktemp -d "${TMPDIR:-/tmp}/gram-plan.XXXXXX")
 ds_out "$out" "$raw" || exit 64
@@ -33,34 +31,14 @@ tune() {
         --wall "$DS_WALL" --command "$DS_CMD" --stdout "$raw/$name.out" --stderr "$raw/$name.err"
 }
 
-if [ "$sweep" = plans ]; then
-    tune default --repeat 10
-    for ks in 11 16 22; do
-        DSOLVE_GRAM_CONCURRENT=1 DSOLVE_GRAM_KSPLIT=$ks tune "tiled_streams_ksplit$ks" --repeat 10
+for t in 96 128 160 192 256; do
+    for ks in 4 8 16; do
+        DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_KSPLIT=$ks tune "tile${t}_ksplit$ks" --repeat 10
     done
-    for t in 64 96 128; do
-        DSOLVE_GRAM_PLAN=grouped DSOLVE_GRAM_TILE=$t tune "grouped_tile$t" --repeat 10
-    done
-    for t in 32 64 96 128; do
-        for c in 0 1; do
-            DSOLVE_GRAM_PLAN=panel DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_CONCURRENT=$c tune "panel_tile${t}_streams$c" --repeat 10
-        done
-    done
-    for ks in 8 24; do
-        DSOLVE_GRAM_PLAN=panel DSOLVE_GRAM_TILE=64 DSOLVE_GRAM_CONCURRENT=1 DSOLVE_GRAM_KSPLIT=$ks \
-            tune "panel_tile64_streams1_ksplit$ks" --repeat 10
-    done
-    tune default_again --repeat 10
-else
-    for t in 96 128 160 192 256; do
-        for ks in 4 8 16; do
-            DSOLVE_GRAM_TILE=$t DSOLVE_GRAM_KSPLIT=$ks tune "tile${t}_ksplit$ks" --repeat 10
-        done
-    done
-    DSOLVE_GRAM_KSPLIT=0 tune syrk_seed --repeat 10
-    DSOLVE_GRAM_KSPLIT=0 tune syrk_4m --rows 4000000 --cols 1000 --repeat 5
-    tune default_4m --rows 4000000 --cols 1000 --repeat 5
-fi
+done
+DSOLVE_GRAM_KSPLIT=0 tune syrk_seed --repeat 10
+DSOLVE_GRAM_KSPLIT=0 tune syrk_4m --rows 4000000 --cols 1000 --repeat 5
+tune default_4m --rows 4000000 --cols 1000 --repeat 5
 
 tar -czf "$out/raw.tar.gz" -C "$raw" . && rm -rf "$raw"
 python3 jobs/summarize.py "$out"

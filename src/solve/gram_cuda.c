@@ -1,28 +1,24 @@
 // gram_cuda.c: G = XᵀX and c = Xᵀy for f64 X on the CUDA backend, the product that dominates the Gram
-// route, cholesky and the network's output fit. Four plans, all writing the same symmetric G (the
-// reduction's order is fixed, so a plan gives the same bits on every run):
-//   tiled   (default) the n columns in tiles of t, the tiles on and above the diagonal (about half of a
-//           full GEMM's flops, as in SYRK), each split over ks chunks of rows; one batched GEMM per tile
-//           shape (DSOLVE_GRAM_CONCURRENT=1: the smaller shapes on side streams beside the first);
-//   grouped the same GEMMs in one grouped batched call (cublasDgemmGroupedBatched);
-//   panel   a strided-batched GEMM (over the row chunks) per panel of t rows of G, from its diagonal to
-//           the last column: fewer, larger GEMMs (DSOLVE_GRAM_CONCURRENT=1: the panels over 4 streams);
-//   syrk    cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
-// DSOLVE_GRAM_PLAN (tiled, grouped, panel), DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the plan.
+// route, cholesky and the network's output fit. Two plans, each writing the same symmetric G on every run
+// (the reduction's order is fixed):
+//   tiled (default) the n columns in tiles of t, the tiles on and above the diagonal (about half of a full
+//         GEMM's flops, as in SYRK), each split over ks chunks of rows; one batched GEMM per tile shape,
+//         the smaller shapes on side streams beside the first (DSOLVE_GRAM_CONCURRENT=0: one after another,
+//         the same bits);
+//   syrk  cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
+// DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
+// docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
+// strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
 // provides: gram_xtx_f64
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
-#include <string.h>
 
 #include "backend/backend_cuda.h"
 #include "solve/gram_cuda.h"
 #include "solve/solve_kernels.h"
 
-enum { PLAN_TILED, PLAN_GROUPED, PLAN_PANEL };
-
 typedef struct gram_plan {
-    int kind;
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
 } gram_plan;
 
@@ -42,10 +38,6 @@ static int64_t env_int(const char *name, int64_t fallback)
 static gram_plan gram_make_plan(int64_t m, int64_t n)
 {
     gram_plan p;
-    const char *kind = getenv("DSOLVE_GRAM_PLAN");
-    p.kind = kind && strcmp(kind, "grouped") == 0 ? PLAN_GROUPED
-             : kind && strcmp(kind, "panel") == 0 ? PLAN_PANEL
-                                                  : PLAN_TILED;
     // Measured on an H200 (n = 1 000; jobs/results): tiles of 128 in 16 row chunks took 2.54 ms for 10⁵
     // rows and 113 ms for 4·10⁶, against 3.07 and 127 ms for DSYRK on chunks of 32 768 rows; 8 chunks
     // took 2.90 ms, 24 to 48 chunks 2.61 to 3.05 ms, and tiles of 64, 96, 160, 192 or 256 were slower at
@@ -131,12 +123,7 @@ static int join_sides(ds_ctx *ctx, int used)
     return DS_OK;
 }
 
-static int side_count(void)
-{
-    return env_int("DSOLVE_GRAM_CONCURRENT", 0) == 1 ? GRAM_STREAMS - 1 : 0;
-}
-
-// The tiled and grouped plans: every (chunk, tile) GEMM from pointer arrays, into the partials P.
+// The tiled plan: every (chunk, tile) GEMM from pointer arrays, into the partials P.
 static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const gram_plan *p, double *P)
 {
     cuda_state *st = state(ctx);
@@ -158,22 +145,11 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
     CUDA_CHECK(ctx, up);
     const double **A = st->ptrs, **B = st->ptrs + pairs;
     double *const *C = (double *const *)(st->ptrs + 2 * pairs);
-    if (p->kind == PLAN_GROUPED) {
-        cublasOperation_t ta[8], tb[8];
-        int gm[8], gn[8], gk[8], ld[8], size[8];
-        double one[8], zero[8];
-        for (int q = 0; q < ng; q++) {
-            ta[q] = CUBLAS_OP_N, tb[q] = CUBLAS_OP_T, one[q] = 1.0, zero[q] = 0.0, ld[q] = (int)n;
-            gm[q] = (int)g[q].wi, gn[q] = (int)g[q].wj, gk[q] = (int)g[q].k, size[q] = (int)g[q].cnt;
-        }
-        CUBLAS_CHECK(ctx, cublasDgemmGroupedBatched(st->blas, ta, tb, gm, gn, gk, one, A, ld, B, ld, zero, C, ld, ng,
-                                                    size));
-        return DS_OK;
-    }
     // The groups after the first (the last tile column and corner: for n = 1 000 and tiles of 128, 112 and
-    // 16 GEMMs beside the first's 448) are too few to fill the GPU alone: DSOLVE_GRAM_CONCURRENT=1 runs them
-    // on side streams, under the first group's last wave.
-    const int side = side_count(), used = ng - 1 < side ? ng - 1 : side;
+    // 16 GEMMs beside the first's 448) are too few to fill the GPU alone: they run on side streams, under
+    // the first group's last wave (2-2.5 % less time for XᵀX on an H100, n = 1 000).
+    const int side = env_int("DSOLVE_GRAM_CONCURRENT", 1) == 1 ? GRAM_STREAMS - 1 : 0;
+    const int used = ng - 1 < side ? ng - 1 : side;
     DS_CHECK(fork_sides(ctx, used));
     const double one = 1.0, zero = 0.0;
     for (int q = 0; q < ng; q++) {
@@ -181,30 +157,6 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
         CUBLAS_CHECK(ctx, cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)g[q].wi, (int)g[q].wj, (int)g[q].k,
                                              &one, A + g[q].off, (int)n, B + g[q].off, (int)n, &zero, C + g[q].off,
                                              (int)n, (int)g[q].cnt));
-    }
-    return join_sides(ctx, used);
-}
-
-// The panel plan: panel I (rows I·t .. of G, columns I·t .. n−1 of the partials' upper triangle) as one
-// strided-batched GEMM over the full row chunks, and one GEMM for a shorter last chunk.
-static int gram_panels(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const gram_plan *p, double *P)
-{
-    cuda_state *st = state(ctx);
-    const int64_t full = m / p->kc, tail = m - full * p->kc;
-    const int side = side_count(), used = p->T - 1 < side ? (int)p->T - 1 : side;
-    DS_CHECK(fork_sides(ctx, used));
-    const double one = 1.0, zero = 0.0;
-    for (int64_t I = 0; I < p->T; I++) {
-        cublasHandle_t h = used == 0 ? st->blas : I % (used + 1) == 0 ? st->blas : st->side_blas[I % (used + 1)];
-        const int64_t c0 = I * p->t, wi = n - c0 < p->t ? n - c0 : p->t, nj = n - c0;
-        const double *A = X + c0;
-        double *C = P + c0 + c0 * n;
-        if (full > 0)
-            CUBLAS_CHECK(ctx, cublasDgemmStridedBatched_64(h, CUBLAS_OP_N, CUBLAS_OP_T, wi, nj, p->kc, &one, A, n,
-                                                           p->kc * n, A, n, p->kc * n, &zero, C, n, n * n, full));
-        if (tail > 0)
-            CUBLAS_CHECK(ctx, cublasDgemm_64(h, CUBLAS_OP_N, CUBLAS_OP_T, wi, nj, tail, &one, A + full * p->kc * n, n,
-                                             A + full * p->kc * n, n, &zero, C + full * n * n, n));
     }
     return join_sides(ctx, used);
 }
@@ -264,7 +216,7 @@ int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const doubl
     CUDA_CHECK(ctx, cudaEventRecord(st->join[0], st->side[0]));
     double *P;
     DS_CHECK(scratch_reserve(ctx, (size_t)(plan.ks * n * n), &P));
-    DS_CHECK(plan.kind == PLAN_PANEL ? gram_panels(ctx, X, m, n, &plan, P) : gram_tiled(ctx, X, m, n, &plan, P));
+    DS_CHECK(gram_tiled(ctx, X, m, n, &plan, P));
     CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)plan.ks, n, out, st->stream));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
     return DS_OK;
