@@ -17,7 +17,9 @@
 # worker lands in the same log and does not fail the run). A report whose innermost frame of
 # known code is still inside libhdf5 (AddressSanitizer sees libhdf5 overread a heap block through memcpy or
 # strdup, where a plain build reads on) is counted apart ("hdf5"), its input moved to OUT/<harness>/hdf5/,
-# and the worker restarted; DSOLVE_FUZZ_STRICT=1 makes those fail too. Leaks inside libhdf5 are suppressed
+# and the worker restarted, and so is a crash of libhdf5 in a bulk read of the harness's own process, which
+# the reader's crash scope ends with dsolve's one line and exit 3 (its scratch input kept as hdf5/scope-*);
+# DSOLVE_FUZZ_STRICT=1 makes those fail too. Leaks inside libhdf5 are suppressed
 # (tests/fuzz/lsan.supp). Reproduce: build-fuzz/tests/fuzz/fuzz_<harness> FILE (DSOLVE_FUZZ_VERBOSE=1 prints
 # each reader's status and message). The long run (10^6 executions each): jobs/fuzz-long.sh. Inputs that
 # crashed libhdf5 before the probe helper: tests/fuzz/hdf5_crashes/.
@@ -101,7 +103,7 @@ uncontained_report() {
 # fuzz_worker H W: worker W of harness H fuzzes until its share of -runs or the time is up, restarting
 # after reports inside libhdf5; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to OUT/H/result.W.
 fuzz_worker() {
-    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit pid
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit pid scope
     local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK n_w=${hw[$1]}
     [ "$runs" -gt 0 ] && target=$(((runs + n_w - 1) / n_w))
     while left=$((t0 + seconds - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
@@ -114,10 +116,22 @@ fuzz_worker() {
         pid=$!
         wait "$pid" || rc=$?
         n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+        [ -n "$n" ] || n=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)  # ended early: its last report
         c=$(sed -n 's/^fuzz: contained crashes of libhdf5: *//p' "$log" | tail -1)
         execs=$((execs + ${n:-0})) contained=$((contained + ${c:-0}))
         if [ "$rc" -eq 0 ] && ! uncontained_report "$log" "$pid"; then
             break
+        fi
+        # libhdf5 crashed inside a bulk read of the harness's own process, which the reader's crash scope
+        # (src/core/cleanup.c) turns into dsolve's one line and exit 3, as it does for dsolve: no unit is
+        # written then, so the input is the scratch file the line names.
+        scope=$(sed -n 's/^dsolve: \(.*\): the HDF5 library crashed reading its data (SIG[A-Z]*): a damaged or crafted file$/\1/p' \
+            "$log" | tail -1)
+        if [ "$rc" -eq 3 ] && [ -n "$scope" ] && [ -f "$scope" ] && [ "${DSOLVE_FUZZ_STRICT:-0}" != 1 ]; then
+            hdf5=$((hdf5 + 1))
+            cp "$scope" "$dir/hdf5/scope-$w-$restarts"
+            { echo "=== scope-$w-$restarts: crash scope, exit 3"; grep -v '^#[0-9]' "$log" | tail -5; } >>"$dir/hdf5/log"
+            continue
         fi
         where=$(classify "$log")
         unit=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
@@ -160,7 +174,7 @@ for h in "${harnesses[@]}"; do
     [ "$verdict" = OK ] || failed+=("$h")
 done
 echo "# contained: crashes of libhdf5 in the probe worker, which the readers returned as exit 3"
-echo "# hdf5: reports inside libhdf5 outside the worker or by AddressSanitizer (inputs and reports in $out/<harness>/hdf5/)"
+echo "# hdf5: reports inside libhdf5 outside the worker or by AddressSanitizer, and crash-scope exits 3 (inputs and reports in $out/<harness>/hdf5/)"
 if [ ${#failed[@]} -ne 0 ]; then
     for h in "${failed[@]}"; do
         for r in "$out/$h"/result.*; do
