@@ -3,7 +3,7 @@
 # tests/fuzz (prebuilt: BIN_DIR/fuzz_idx, fuzz_h5_lsq, fuzz_h5_labelled, fuzz_h5_keys, fuzz_h5_model, e.g.
 # build-fuzz/tests/fuzz after tests/fuzz/run.sh 0) to RUNS executions (default 10^6), all harnesses at once
 # with the machine's cores shared by each harness's speed (slower harnesses get more workers; FUZZ_CORES
-# overrides the count), for SECONDS at most (default 500, so that one call
+# overrides the count; a harness's workers, once it is done, help the others), for SECONDS at most (default 500, so that one call
 # of 9 minutes suffices). Writes OUT_DIR/summary.md (executions, seconds, contained crashes, reports inside
 # libhdf5, verdict per harness) and keeps corpora, logs and any failing input under OUT_DIR/<harness>/.
 # Exits 1 when a harness failed (tests/fuzz/run.sh says what counts) or fell short of RUNS.

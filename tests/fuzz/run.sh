@@ -5,7 +5,9 @@
 # (default 60), with AddressSanitizer, UBSan and leak checks, 10 s per input at most and 2 GB of memory.
 #   -workers=N  N fuzzing processes per harness, every harness at once (N × harnesses processes; default 1,
 #               one harness after the other), sharing the harness's corpus
-#   -runs=N     a harness stops once its workers have made N executions together (SECONDS stays the limit)
+#   -runs=N     a harness stops once its workers have made N executions together (SECONDS stays the limit);
+#               a worker whose harness is done then helps the harness furthest from N (FUZZ_SLICE: seconds
+#               between the counts, default 120)
 #   -bin=DIR    run the prebuilt harnesses fuzz_<harness> in DIR instead of building (jobs/fuzz-long.sh)
 #   -out=DIR    where corpora, logs and kept inputs go (default build-fuzz/fuzz)
 #   HARNESS     idx h5_lsq h5_labelled h5_keys h5_model (default: all); HARNESS:N gives that harness N workers
@@ -100,17 +102,31 @@ uncontained_report() {
          END { done_blk(); exit !bad }' "$1"
 }
 
-# fuzz_worker H W: worker W of harness H fuzzes until its share of -runs or the time is up, restarting
-# after reports inside libhdf5; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to OUT/H/result.W.
-fuzz_worker() {
-    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS target=0 restarts=0 left rc n c where unit limit pid scope
-    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK n_w=${hw[$1]}
-    [ "$runs" -gt 0 ] && target=$(((runs + n_w - 1) / n_w))
-    while left=$((t0 + seconds - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
-        [ "$target" -gt 0 ] && [ "$execs" -ge "$target" ] && break
-        restarts=$((restarts + 1)) rc=0 limit=()
-        [ "$target" -gt 0 ] && limit=(-runs=$((target - execs)))
-        "$bin/fuzz_$h" -max_total_time="$left" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+# The executions made so far by every worker of harness $1 together (their OUT/H/count.* files).
+harness_count() {
+    cat "$out/$1"/count.* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# fuzz_on H TAG: worker TAG fuzzes harness H until the time is up (end, in SECONDS) or, with -runs, until
+# the harness's workers together made that many executions (then libFuzzer runs in slices of at most
+# FUZZ_SLICE seconds, default 120, and the worker's count goes to OUT/H/count.TAG after each), restarting
+# after reports inside libhdf5 and crash-scope exits; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to
+# OUT/H/result.TAG and fails when the verdict is not OK.
+fuzz_on() {
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS restarts=0 left rc n c where unit limit pid scope slice rest
+    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK on
+    echo 0 >"$dir/count.$w"
+    touch "$dir/on.$w"  # the workers on H now share what is left
+    while left=$((end - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
+        rc=0 limit=() slice=$left
+        if [ "$runs" -gt 0 ]; then
+            rest=$((runs - $(harness_count "$h")))
+            [ "$rest" -gt 0 ] || break
+            on=$(find "$dir" -maxdepth 1 -name 'on.*' | wc -l)
+            limit=(-runs=$(((rest + on - 1) / (on > 0 ? on : 1))))
+            [ "$slice" -le "${FUZZ_SLICE:-120}" ] || slice=${FUZZ_SLICE:-120}
+        fi
+        "$bin/fuzz_$h" -max_total_time="$slice" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
             -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" "$root/tests/fuzz/corpus/$h" \
             >"$log" 2>&1 &
         pid=$!
@@ -119,9 +135,11 @@ fuzz_worker() {
         [ -n "$n" ] || n=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)  # ended early: its last report
         c=$(sed -n 's/^fuzz: contained crashes of libhdf5: *//p' "$log" | tail -1)
         execs=$((execs + ${n:-0})) contained=$((contained + ${c:-0}))
+        echo "$execs" >"$dir/count.$w"
         if [ "$rc" -eq 0 ] && ! uncontained_report "$log" "$pid"; then
-            break
+            continue  # the slice, the time or the target is up
         fi
+        restarts=$((restarts + 1))
         # libhdf5 crashed inside a bulk read of the harness's own process, which the reader's crash scope
         # (src/core/cleanup.c) turns into dsolve's one line and exit 3, as it does for dsolve: no unit is
         # written then, so the input is the scratch file the line names.
@@ -144,14 +162,42 @@ fuzz_worker() {
         verdict="FAILED (rc $rc, $where): $log"
         break
     done
+    rm -f "$dir/on.$w"
     echo "$execs $contained $hdf5 $((SECONDS - t0)) $verdict" >"$dir/result.$w"
+    [ "$verdict" = OK ]
 }
 
-# Starts every worker of the harnesses in $@ at once and waits for them.
+# The harness of this round (active) furthest from -runs, by the fraction still to make, that no worker
+# failed on; nothing when every one is done.
+furthest() {
+    local h best="" most=0 rest
+    for h in "${active[@]}"; do
+        grep -qv ' OK$' "$out/$h"/result.* 2>/dev/null && continue
+        rest=$((runs - $(harness_count "$h")))
+        [ "$rest" -gt "$most" ] || continue
+        best=$h most=$rest
+    done
+    echo "$best"
+}
+
+# fuzz_worker H W: worker W of harness H; with -runs, once H is done it goes on with the harness furthest
+# from it (as worker H.W.K there), so that no core idles while another harness is short.
+fuzz_worker() {
+    local h=$1 w=$2 k=0 next
+    fuzz_on "$h" "$w" || return 0
+    [ "$runs" -gt 0 ] || return 0
+    while [ $((end - SECONDS)) -gt 5 ] && next=$(furthest) && [ -n "$next" ]; do
+        k=$((k + 1))
+        fuzz_on "$next" "$h.$w.$k" || return 0
+    done
+}
+
+# Starts every worker of the harnesses in $@ at once and waits for them (SECONDS from now).
 fuzz_harnesses() {
     local h w pids=()
+    active=("$@") end=$((SECONDS + seconds))
     for h in "$@"; do
-        rm -f "$out/$h"/result.* && mkdir -p "$out/$h/corpus" "$out/$h/hdf5"
+        rm -f "$out/$h"/result.* "$out/$h"/count.* "$out/$h"/on.* && mkdir -p "$out/$h/corpus" "$out/$h/hdf5"
         local n_h=${hw[$h]}
         for ((w = 0; w < n_h; w++)); do fuzz_worker "$h" "$w" & pids+=($!); done
     done
@@ -169,7 +215,10 @@ for h in "${harnesses[@]}"; do
         if ($5 != "OK" && v == "") v = substr($0, index($0, $5))} END { print e + 0, c + 0, h + 0, t + 0, (v == "" ? "OK" : v) }' \
         "$out/$h"/result.*)
     units=$(find "$out/$h/corpus" -type f | wc -l)
-    printf '  %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' "$h" "${hw[$h]}" "$execs" "$t" "$((execs / (t > 0 ? t : 1)))" \
+    helpers=$(find "$out/$h" -maxdepth 1 -name 'result.*.*' | wc -l)  # workers come over from harnesses done
+    wk=${hw[$h]}
+    [ "$helpers" -eq 0 ] || wk+="+$helpers"
+    printf '  %-12s %7s %12s %8s %8s %7s %9s %5s  %s\n' "$h" "$wk" "$execs" "$t" "$((execs / (t > 0 ? t : 1)))" \
         "$units" "$contained" "$hdf5" "$verdict"
     [ "$verdict" = OK ] || failed+=("$h")
 done
@@ -179,8 +228,8 @@ if [ ${#failed[@]} -ne 0 ]; then
     for h in "${failed[@]}"; do
         for r in "$out/$h"/result.*; do
             grep -q ' OK$' "$r" && continue
-            echo "--- $h: the end of $out/$h/log.${r##*.}"
-            grep -v '^#[0-9]' "$out/$h/log.${r##*.}" | tail -40
+            echo "--- $h: the end of $out/$h/log.${r#"$out/$h"/result.}"
+            grep -v '^#[0-9]' "$out/$h/log.${r#"$out/$h"/result.}" | tail -40
         done
     done
     echo "fuzz: FAILED: ${failed[*]}"
