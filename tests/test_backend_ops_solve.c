@@ -301,6 +301,16 @@ void case_solve_gram(ops_run *r)
                 unsetenv("DSOLVE_GRAM_TILE");
                 ops_report(r, "solve.gram concurrent", shape, "f64", memcmp(got, alt, (size_t)len * 8) ? 1.0 : 0.0, 0.0,
                            st);
+                // every GEMM t × t, the last tile overlapping the one before it, with a shorter last row chunk
+                setenv("DSOLVE_GRAM_UNIFORM", "1", 1);
+                setenv("DSOLVE_GRAM_TILE", "32", 1);
+                setenv("DSOLVE_GRAM_KSPLIT", "3", 1);
+                st = gram_on(r->dut, &x, y, alt);
+                unsetenv("DSOLVE_GRAM_KSPLIT");
+                unsetenv("DSOLVE_GRAM_TILE");
+                unsetenv("DSOLVE_GRAM_UNIFORM");
+                gram_full(alt, n, fg);
+                ops_report(r, "solve.gram uniform", shape, "f64", ops_err_gram(fg, fw, n1, n1), rows_tol(r, &x, 0), st);
             }
             ops_release(&h);
         }

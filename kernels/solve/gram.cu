@@ -2,7 +2,7 @@
 // partial products P_0 .. P_{ks−1} (each n × n, column-major, valid on and above the tile diagonal)
 // are summed and written as the full symmetric G, row-major, with G[i][j] = G[j][i] taken from the
 // entry with row ≤ column.
-// provides: ds_k_gram_reduce
+// provides: ds_k_gram_reduce, ds_k_gram_reduce_shifted
 #include "solve/solve_kernels.h"
 
 namespace {
@@ -10,20 +10,27 @@ namespace {
 constexpr int kTile = 32;
 
 // One 32 × 32 block of G per CTA (32 × 8 threads). The source block (lower block index first) is
-// read coalesced along its rows and transposed through shared memory when needed.
-__global__ void gram_reduce_kernel(const double *__restrict__ P, int ks, int64_t n, int64_t part,
-                                   double *__restrict__ G)
+// read coalesced along its rows and transposed through shared memory when needed. kShift: the partials
+// are ldp × ldp and G's rows and columns from split on are stored sh further on (the uniform tiles).
+template <bool kShift>
+__global__ void gram_reduce_kernel(const double *__restrict__ P, int ks, int64_t n, int64_t ldp, int64_t split,
+                                   int64_t sh, double *__restrict__ G)
 {
     __shared__ double S[kTile][kTile + 1];
-    const int64_t bi = blockIdx.y, bj = blockIdx.x;
+    const int64_t bi = blockIdx.y, bj = blockIdx.x, part = ldp * ldp;
     const int64_t lo = bi < bj ? bi : bj, hi = bi < bj ? bj : bi;
     // S[c][r] = Σ_p P_p(row lo·32 + r, column hi·32 + c)
     for (int c = threadIdx.y; c < kTile; c += blockDim.y) {
-        const int64_t row = lo * kTile + threadIdx.x, col = hi * kTile + c;
+        int64_t row = lo * kTile + threadIdx.x, col = hi * kTile + c;
         double s = 0.0;
-        if (row < n && col < n)
+        if (row < n && col < n) {
+            if (kShift) {
+                row += row >= split ? sh : 0;
+                col += col >= split ? sh : 0;
+            }
             for (int p = 0; p < ks; p++)
-                s += P[p * part + col * n + row];
+                s += P[p * part + col * ldp + row];
+        }
         S[c][threadIdx.x] = s;
     }
     __syncthreads();
@@ -49,6 +56,17 @@ extern "C" cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, doub
         return cudaSuccess;
     const int64_t blocks = (n + kTile - 1) / kTile;
     dim3 grid((unsigned)blocks, (unsigned)blocks), threads(kTile, 8);
-    gram_reduce_kernel<<<grid, threads, 0, stream>>>(P, ks, n, n * n, G);
+    gram_reduce_kernel<false><<<grid, threads, 0, stream>>>(P, ks, n, n, n, 0, G);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ds_k_gram_reduce_shifted(const double *P, int ks, int64_t n, int64_t ldp, int64_t split,
+                                                double *G, cudaStream_t stream)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    const int64_t blocks = (n + kTile - 1) / kTile;
+    dim3 grid((unsigned)blocks, (unsigned)blocks), threads(kTile, 8);
+    gram_reduce_kernel<true><<<grid, threads, 0, stream>>>(P, ks, n, ldp, split, ldp - n, G);
     return cudaGetLastError();
 }

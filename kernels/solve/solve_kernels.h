@@ -1,10 +1,11 @@
 // solve_kernels.h: the extern "C" launchers of SolveBak's kernels (kernels/solve/*.cu). Each queues its
 // work on the given stream and returns cudaGetLastError() after the launch; none synchronizes. Only
-// src/solve/solve_cuda.c and the .cu files include this header. All pointers are device memory.
+// src/solve/solve_cuda.c, src/solve/gram_cuda.c and the .cu files include this header. All pointers are
+// device memory.
 // provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
 //           ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan, ds_k_block_pinv, ds_k_block_sums,
-//           ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce, ds_k_chol_scale,
-//           ds_k_scale_vec
+//           ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
+//           ds_k_gram_reduce_shifted, ds_k_chol_scale, ds_k_scale_vec
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
 
@@ -80,6 +81,10 @@ cudaError_t ds_k_gram_sweeps_bs(const double *G, const double *diag, const doubl
 // G (n × n, row-major, full symmetric) = Σ_p P_p over ks partial products, each n × n column-major
 // (ld n, consecutive partials n² apart) and valid wherever row ≤ column.
 cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cudaStream_t stream);
+// The same from partials ldp × ldp (ldp ≥ n, consecutive partials ldp² apart) in which G's rows and
+// columns from split on are stored ldp − n further on (gram_cuda.c's uniform tiles).
+cudaError_t ds_k_gram_reduce_shifted(const double *P, int ks, int64_t n, int64_t ldp, int64_t split, double *G,
+                                     cudaStream_t stream);
 
 // chol.cu ----------------------------------------------------------------------------------------
 

@@ -6,6 +6,10 @@
 //         the smaller shapes on side streams beside the first (DSOLVE_GRAM_CONCURRENT=0: one after another,
 //         the same bits);
 //   syrk  cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
+// DSOLVE_GRAM_UNIFORM=1 (to be measured, off by default): where n is not a multiple of t, the last tile
+// starts at n − t instead (overlapping the one before it), so that every GEMM is t × t and one batched
+// call runs them all (the narrow last tile column ran at 2/3 of the others' rate on an H100); its GEMMs
+// write their own slots of partials padded to T·t, and the reduction reads G's last columns from there.
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
 // strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
@@ -20,6 +24,7 @@
 
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
+    int64_t ldp;           // the partials' side: n, or T·t for uniform tiles
 } gram_plan;
 
 typedef struct gram_group {
@@ -45,9 +50,10 @@ static gram_plan gram_make_plan(int64_t m, int64_t n)
     p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
     p.t = p.t < 32 ? 32 : (p.t + 31) / 32 * 32;
     p.T = (n + p.t - 1) / p.t;
+    p.ldp = p.T > 1 && n % p.t != 0 && env_int("DSOLVE_GRAM_UNIFORM", 0) == 1 ? p.T * p.t : n;
     int64_t ks = m / 1024;  // 16 chunks, each of at least 1 024 rows
     ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
-    while (ks > 1 && (double)ks * n * n * 8 > 2e9)  // partials stay under 2 GB
+    while (ks > 1 && (double)ks * p.ldp * p.ldp * 8 > 2e9)  // partials stay under 2 GB
         ks--;
     p.ks = env_int("DSOLVE_GRAM_KSPLIT", ks);
     if (p.ks > 0 && (m + p.ks - 1) / p.ks > INT_MAX)  // cuBLAS's batched GEMMs take k as int
@@ -77,7 +83,9 @@ static int ptrs_reserve(ds_ctx *ctx, size_t count)
 static void gram_pairs(const double *X, double *P, int64_t m, int64_t n, const gram_plan *p, gram_group *g,
                        int *ng, const double **host, int fill)
 {
-    const int64_t r = n - (p->T - 1) * p->t, pairs = p->T * (p->T + 1) / 2 * p->ks;
+    const int uniform = p->ldp != n;  // the last tile t wide from n − t, else r wide from (T − 1)·t
+    const int64_t pairs = p->T * (p->T + 1) / 2 * p->ks, last = uniform ? n - p->t : (p->T - 1) * p->t;
+    const int64_t r = n - last;
     int64_t cursor[8] = {0};
     for (int64_t c = 0; c < p->ks; c++)
         for (int64_t I = 0; I < p->T; I++)
@@ -96,9 +104,9 @@ static void gram_pairs(const double *X, double *P, int64_t m, int64_t n, const g
                     continue;
                 }
                 const int64_t at = g[q].off + cursor[q]++;
-                host[at] = X + I * p->t + k0 * n;
-                host[pairs + at] = X + J * p->t + k0 * n;
-                host[2 * pairs + at] = P + c * n * n + I * p->t + J * p->t * n;
+                host[at] = X + (I == p->T - 1 ? last : I * p->t) + k0 * n;
+                host[pairs + at] = X + (J == p->T - 1 ? last : J * p->t) + k0 * n;
+                host[2 * pairs + at] = P + c * p->ldp * p->ldp + I * p->t + J * p->t * p->ldp;
             }
 }
 
@@ -156,7 +164,7 @@ static int gram_tiled(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const 
         cublasHandle_t h = q == 0 || used == 0 ? st->blas : st->side_blas[1 + (q - 1) % used];
         CUBLAS_CHECK(ctx, cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, (int)g[q].wi, (int)g[q].wj, (int)g[q].k,
                                              &one, A + g[q].off, (int)n, B + g[q].off, (int)n, &zero, C + g[q].off,
-                                             (int)n, (int)g[q].cnt));
+                                             (int)p->ldp, (int)g[q].cnt));
     }
     return join_sides(ctx, used);
 }
@@ -215,9 +223,13 @@ int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const doubl
     CUBLAS_CHECK(ctx, cublasDgemv_64(st->side_blas[0], CUBLAS_OP_N, n, m, &one, X, n, y, 1, &zero, out + n * n, 1));
     CUDA_CHECK(ctx, cudaEventRecord(st->join[0], st->side[0]));
     double *P;
-    DS_CHECK(scratch_reserve(ctx, (size_t)(plan.ks * n * n), &P));
+    DS_CHECK(scratch_reserve(ctx, (size_t)(plan.ks * plan.ldp * plan.ldp), &P));
     DS_CHECK(gram_tiled(ctx, X, m, n, &plan, P));
-    CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)plan.ks, n, out, st->stream));
+    if (plan.ldp == n)
+        CUDA_CHECK(ctx, ds_k_gram_reduce(P, (int)plan.ks, n, out, st->stream));
+    else
+        CUDA_CHECK(ctx, ds_k_gram_reduce_shifted(P, (int)plan.ks, n, plan.ldp, (plan.T - 1) * plan.t, out,
+                                                 st->stream));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
     return DS_OK;
 }
