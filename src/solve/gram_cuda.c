@@ -96,6 +96,7 @@ static void gram_pairs(const double *X, double *P, int64_t m, int64_t n, const g
                 while (q < *ng && !(g[q].wi == wi && g[q].wj == wj && g[q].k == k))
                     q++;
                 if (q == *ng) {  // shapes: (t, t), (t, r), (r, r), each with kc or the last chunk's k
+                    DS_ASSERT(!fill && q < 8);
                     g[q] = (gram_group){wi, wj, k, 0, 0};
                     (*ng)++;
                 }

@@ -104,27 +104,30 @@ uncontained_report() {
 
 # The executions made so far by every worker of harness $1 together (their OUT/H/count.* files).
 harness_count() {
-    cat "$out/$1"/count.* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+    { cat "$out/$1"/count.* 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'
 }
 
 # fuzz_on H TAG: worker TAG fuzzes harness H until the time is up (end, in SECONDS) or, with -runs, until
 # the harness's workers together made that many executions (then libFuzzer runs in slices of at most
-# FUZZ_SLICE seconds, default 120, and the worker's count goes to OUT/H/count.TAG after each), restarting
+# FUZZ_SLICE seconds, default 300, and the worker's count goes to OUT/H/count.TAG after each), restarting
 # after reports inside libhdf5 and crash-scope exits; writes "EXECS CONTAINED HDF5 SECONDS VERDICT" to
-# OUT/H/result.TAG and fails when the verdict is not OK.
+# OUT/H/result.TAG and fails when the verdict is not OK. Executions are the fuzzing ones: each libFuzzer
+# start first runs the whole corpus again (its "INITED" count), which is not counted.
 fuzz_on() {
-    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS restarts=0 left rc n c where unit limit pid scope slice rest
-    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK on
-    echo 0 >"$dir/count.$w"
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS restarts=0 left rc n c init where unit limit pid scope slice rest
+    local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK on slices=0
+    count_put "$dir/count.$w" 0
     touch "$dir/on.$w"  # the workers on H now share what is left
     while left=$((end - SECONDS)) && [ "$left" -gt 0 ] && [ "$restarts" -lt 200 ]; do
         rc=0 limit=() slice=$left
         if [ "$runs" -gt 0 ]; then
             rest=$((runs - $(harness_count "$h")))
-            [ "$rest" -gt 0 ] || break
+            # each slice first replays the corpus: none starts in the last 30 s but the first
+            [ "$rest" -gt 0 ] && { [ "$slices" -eq 0 ] || [ "$left" -ge 30 ]; } || break
+            slices=$((slices + 1))
             on=$(find "$dir" -maxdepth 1 -name 'on.*' | wc -l)
             limit=(-runs=$(((rest + on - 1) / (on > 0 ? on : 1))))
-            [ "$slice" -le "${FUZZ_SLICE:-120}" ] || slice=${FUZZ_SLICE:-120}
+            [ "$slice" -le "${FUZZ_SLICE:-300}" ] || slice=${FUZZ_SLICE:-300}
         fi
         "$bin/fuzz_$h" -max_total_time="$slice" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
             -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" "$root/tests/fuzz/corpus/$h" \
@@ -133,9 +136,11 @@ fuzz_on() {
         wait "$pid" || rc=$?
         n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
         [ -n "$n" ] || n=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)  # ended early: its last report
+        init=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]]*INITED.*/\1/p' "$log" | head -1)
+        n=$(( ${n:-0} > ${init:-0} ? ${n:-0} - ${init:-0} : 0 ))
         c=$(sed -n 's/^fuzz: contained crashes of libhdf5: *//p' "$log" | tail -1)
-        execs=$((execs + ${n:-0})) contained=$((contained + ${c:-0}))
-        echo "$execs" >"$dir/count.$w"
+        execs=$((execs + n)) contained=$((contained + ${c:-0}))
+        count_put "$dir/count.$w" "$execs"
         if [ "$rc" -eq 0 ] && ! uncontained_report "$log" "$pid"; then
             continue  # the slice, the time or the target is up
         fi
@@ -167,17 +172,23 @@ fuzz_on() {
     [ "$verdict" = OK ]
 }
 
-# The harness of this round (active) furthest from -runs, by the fraction still to make, that no worker
-# failed on; nothing when every one is done.
+# The harness of this round (active) that no worker failed on with the most executions still to make for
+# each worker on it, counting the one about to join; nothing when every one is done.
 furthest() {
-    local h best="" most=0 rest
+    local h best="" most=0 rest on
     for h in "${active[@]}"; do
         grep -qv ' OK$' "$out/$h"/result.* 2>/dev/null && continue
         rest=$((runs - $(harness_count "$h")))
-        [ "$rest" -gt "$most" ] || continue
-        best=$h most=$rest
+        on=$(find "$out/$h" -maxdepth 1 -name 'on.*' | wc -l)
+        [ "$rest" -gt 0 ] && [ $((rest / (on + 1))) -ge "$most" ] || continue
+        best=$h most=$((rest / (on + 1)))
     done
     echo "$best"
+}
+
+# count_put FILE N: a worker's count, replaced whole (harness_count may read it at any time).
+count_put() {
+    echo "$2" >"${1%/*}/.${1##*/}" && mv "${1%/*}/.${1##*/}" "$1"
 }
 
 # fuzz_worker H W: worker W of harness H; with -runs, once H is done it goes on with the harness furthest
