@@ -7,8 +7,8 @@
 //         the same bits);
 //   syrk  cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
 // DSOLVE_GRAM_UNIFORM=1 (to be measured, off by default): where n is not a multiple of t, the last tile
-// starts at n − t instead (overlapping the one before it), so that every GEMM is t × t and one batched
-// call runs them all (the narrow last tile column ran at 2/3 of the others' rate on an H100); its GEMMs
+// starts at n − t instead (overlapping the one before it), so that every GEMM is t × t, one batched call
+// for each row-chunk length (the narrow last tile column ran at 2/3 of the others' rate on an H100); its GEMMs
 // write their own slots of partials padded to T·t, and the reduction reads G's last columns from there.
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
