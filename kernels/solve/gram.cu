@@ -48,25 +48,28 @@ __global__ void gram_reduce_kernel(const double *__restrict__ P, int ks, int64_t
     }
 }
 
-}  // namespace
-
-extern "C" cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cudaStream_t stream)
+// One CTA per 32 × 32 block of G; unshifted (ldp = n) unless the partials are padded.
+template <bool kShift>
+cudaError_t gram_reduce_launch(const double *P, int ks, int64_t n, int64_t ldp, int64_t split, double *G,
+                               cudaStream_t stream)
 {
     if (n <= 0)
         return cudaSuccess;
     const int64_t blocks = (n + kTile - 1) / kTile;
     dim3 grid((unsigned)blocks, (unsigned)blocks), threads(kTile, 8);
-    gram_reduce_kernel<false><<<grid, threads, 0, stream>>>(P, ks, n, n, n, 0, G);
+    gram_reduce_kernel<kShift><<<grid, threads, 0, stream>>>(P, ks, n, ldp, split, ldp - n, G);
     return cudaGetLastError();
+}
+
+}  // namespace
+
+extern "C" cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cudaStream_t stream)
+{
+    return gram_reduce_launch<false>(P, ks, n, n, n, G, stream);
 }
 
 extern "C" cudaError_t ds_k_gram_reduce_shifted(const double *P, int ks, int64_t n, int64_t ldp, int64_t split,
                                                 double *G, cudaStream_t stream)
 {
-    if (n <= 0)
-        return cudaSuccess;
-    const int64_t blocks = (n + kTile - 1) / kTile;
-    dim3 grid((unsigned)blocks, (unsigned)blocks), threads(kTile, 8);
-    gram_reduce_kernel<true><<<grid, threads, 0, stream>>>(P, ks, n, ldp, split, ldp - n, G);
-    return cudaGetLastError();
+    return gram_reduce_launch<true>(P, ks, n, ldp, split, G, stream);
 }
