@@ -36,6 +36,8 @@ be=$cli_backend
 cli_backend=
 run 1 --rows 500000 --cols 100 --seed 7 --noise 0.01 --output big.h5
 [ "$rc" -eq 0 ] && ok || bad "gen: exit $rc: $(cat err.txt)"
+run 1 --rows 2 --cols 70000 --seed 7 --output wide.h5  # X'X 39 GB: the Gram route cannot stream it
+[ "$rc" -eq 0 ] && ok || bad "gen wide: exit $rc: $(cat err.txt)"
 cli_cmd=(solve)
 cli_backend=$be
 
@@ -168,6 +170,8 @@ expect 2 "not a size" 1 --input big.h5 --host-memory=-5G
 expect 2 "residual streams without the coarse correction only" 1 --input big.h5 --method residual --batch 30 \
     --block-solve "${cap[@]}"
 expect 2 "only --input files stream" 1 --rows 250000 --cols 100 "${cap[@]}"
+expect 2 "with the solve's work (.* GB) exceeds .* GB, and X'X (39.2 GB) is too large for the Gram route" 1 \
+    --input wide.h5 --method gram "${cap[@]}"
 
 # A file that changes while it streams: touched every 0.2 s (the same bytes, a new modification time), or
 # cut short half a second in (before the run reads it, the probe finds it damaged): exit 3 naming the

@@ -226,9 +226,9 @@ int solvebak_stream_plan(const ds_ctx *ctx, const rows_caps *caps, const char *c
                                                                      : sb_gram_fixed(cols, 0));
     if (in_memory <= caps->backend)
         return DS_OK;
-    char have[64];
-    snprintf(have, sizeof have, "X (%.3g GB a rank) exceeds %s %.3g GB", (double)rows * row / 1e9, cap_name,
-             caps->backend / 1e9);
+    char have[224];
+    snprintf(have, sizeof have, "X (%.3g GB a rank) with the solve's work (%.3g GB) exceeds %s %.3g GB",
+             (double)rows * row / 1e9, (in_memory - (double)rows * row) / 1e9, cap_name, caps->backend / 1e9);
     DS_CHECK(sb_stream_refused(o, cols, have, msg));
     if (!residual && (double)cols * (double)cols * 8 > SB_STREAM_GRAM_BYTES)
         return ds_fail(msg, DS_ERR_USAGE, "%s, and X'X (%.3g GB) is too large for the Gram route that streams",
