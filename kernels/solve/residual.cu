@@ -184,13 +184,15 @@ cudaError_t launch_reduce_parts(const double *partial, int64_t nparts, int64_t J
 // How a grad_update call is split; shared by the launcher and the scratch query.
 struct GuPlan {
     bool fast;
+    int64_t once;         // the same wide slab updated and read: residual_once.cu's partial rows, else 0
+    int plan;             // DS_CERT_*: which of its kernels
     int G, K;             // fast path: lanes per row, columns per lane
     int64_t grid;         // fast path: CTAs
     int64_t tiles, splits, chunk;  // general path: column tiles × row chunks of chunk rows
     int64_t parts;        // partial rows of gr_n + 1 doubles in scratch
 };
 
-GuPlan gu_plan(int64_t rows, int64_t up_n, int64_t gr_n, int nsm)
+GuPlan gu_plan(int64_t rows, int64_t up_n, int64_t gr_n, int f32, int nsm, int plan)
 {
     GuPlan p = {};
     const int64_t maxb = up_n > gr_n ? up_n : gr_n;
@@ -221,6 +223,11 @@ GuPlan gu_plan(int64_t rows, int64_t up_n, int64_t gr_n, int nsm)
         p.chunk = ceil_div(rows > 0 ? rows : 1, splits);
         p.splits = ceil_div(rows > 0 ? rows : 1, p.chunk);
         p.parts = p.splits;
+        if (up_n == gr_n && plan != DS_CERT_TWO_PASS) {
+            p.once = ds_k_grad_once_parts(rows, gr_n, f32, nsm, plan);
+            p.plan = plan;
+            p.parts = p.once > p.splits ? p.once : p.splits;
+        }
     }
     return p;
 }
@@ -265,6 +272,11 @@ cudaError_t launch_general(const GuPlan &p, const void *X, int64_t rows, int64_t
                            int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
                            double *gout, double *scratch, int nsm, cudaStream_t stream)
 {
+    if (p.once > 0) {
+        cudaError_t rc = ds_k_grad_once(X, sizeof(T) == 4, rows, cols, e, gr0, gr_n, coef, scratch, p.once, p.plan,
+                                        stream);
+        return rc != cudaSuccess ? rc : launch_reduce_parts(scratch, p.once, gr_n + 1, gout, stream);
+    }
     if (up_n > 0) {
         const int64_t wpb = kUrThreads / 32;
         int64_t grid = ceil_div(rows, wpb), cap = (int64_t)nsm * 8;
@@ -335,20 +347,21 @@ __global__ void __launch_bounds__(kBsThreads)
 
 extern "C" size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int nsm)
 {
-    GuPlan p = gu_plan(rows, up_n, gr_n, nsm);
-    return (size_t)p.parts * (size_t)(gr_n + 1);
+    const GuPlan a = gu_plan(rows, up_n, gr_n, 0, nsm, DS_CERT_AUTO);
+    const GuPlan c = gu_plan(rows, up_n, gr_n, 0, nsm, DS_CERT_CHUNKS);
+    return (size_t)(a.parts > c.parts ? a.parts : c.parts) * (size_t)(gr_n + 1);  // enough for any plan
 }
 
 extern "C" cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
                                         int64_t up0, int64_t up_n, const double *coef, int64_t gr0,
                                         int64_t gr_n, double *gout, double *scratch, int nsm,
-                                        cudaStream_t stream)
+                                        int plan, cudaStream_t stream)
 {
     if (up_n < 0 || gr_n < 0 || up0 < 0 || gr0 < 0 || up0 + up_n > cols || gr0 + gr_n > cols)
         return cudaErrorInvalidValue;
     if (rows <= 0)
         return ds_k_fill(gout, gr_n + 1, 0.0, stream);
-    GuPlan p = gu_plan(rows, up_n, gr_n, nsm);
+    GuPlan p = gu_plan(rows, up_n, gr_n, f32, nsm, up0 == gr0 && up_n > 0 ? plan : DS_CERT_TWO_PASS);
     if (p.fast)
         return f32 ? launch_fused_t<float>(p, X, rows, cols, e, up0, up_n, coef, gr0, gr_n, gout, scratch,
                                            stream)

@@ -2,9 +2,9 @@
 // work on the given stream and returns cudaGetLastError() after the launch; none synchronizes. Only
 // src/solve/solve_cuda.c, src/solve/gram_cuda.c and the .cu files include this header. All pointers are
 // device memory.
-// provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_block_step, ds_k_gram_sweeps,
-//           ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan, ds_k_block_pinv, ds_k_block_sums,
-//           ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
+// provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_grad_once_parts, ds_k_grad_once,
+//           ds_k_block_step, ds_k_gram_sweeps, ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan,
+//           ds_k_block_pinv, ds_k_block_sums, ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
 //           ds_k_gram_reduce_shifted, ds_k_chol_scale, ds_k_scale_vec
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
@@ -26,10 +26,20 @@ size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int ns
 // The residual route's fused pass over X (rows × cols, row-major; float when f32, else double):
 //   e −= X[:, up0 .. up0+up_n) · coef;  gout[0 .. gr_n) = X[:, gr0 .. gr0+gr_n)ᵀ e;  gout[gr_n] = eᵀe.
 // scratch holds ds_k_grad_update_scratch(...) doubles. Deterministic: the same inputs give the same
-// bits on the same device.
+// bits on the same device. A wide slab both updated and read (up = gr) is read once from memory
+// (residual_once.cu) as plan says: DS_CERT_AUTO (rows in registers for f64 up to 1 024 columns, else
+// row chunks), DS_CERT_CHUNKS (row chunks), DS_CERT_TWO_PASS (read twice, the earlier plan; kept for
+// comparison).
+enum { DS_CERT_AUTO = 0, DS_CERT_CHUNKS = 1, DS_CERT_TWO_PASS = 2 };
 cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
                              int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
-                             double *gout, double *scratch, int nsm, cudaStream_t stream);
+                             double *gout, double *scratch, int nsm, int plan, cudaStream_t stream);
+
+// residual_once.cu, for ds_k_grad_update: partial rows (of nc + 1 doubles) that the single-read pass over
+// rows × nc takes under plan (0: it does not apply), and the pass itself, into partial.
+int64_t ds_k_grad_once_parts(int64_t rows, int64_t nc, int f32, int nsm, int plan);
+cudaError_t ds_k_grad_once(const void *X, int f32, int64_t rows, int64_t cols, double *e, int64_t c0, int64_t nc,
+                           const double *coef, double *partial, int64_t parts, int plan, cudaStream_t stream);
 
 // One block step of batched SolveBak (solve_ops.h, ds_step_args), in one CTA.
 cudaError_t ds_k_block_step(const double *gbuf, const double *diag, const double *gbb, int nb, int ld,

@@ -37,6 +37,7 @@ typedef struct cuda_state {
     int nccl_aborted;
     cudaEvent_t marks[DS_MARKS];
     int nsm;              // multiprocessors: sizes the grids
+    int cert_plan;        // DSOLVE_CERT_PLAN: how grad_update passes over a wide slab (DS_CERT_*)
     double *scratch;      // partial sums and widened rows; grown only when too small
     size_t scratch_doubles;
     const double **ptrs;  // pointer arrays of batched GEMMs

@@ -6,10 +6,11 @@
 //         the smaller shapes on side streams beside the first (DSOLVE_GRAM_CONCURRENT=0: one after another,
 //         the same bits);
 //   syrk  cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
-// DSOLVE_GRAM_UNIFORM=1 (to be measured, off by default): where n is not a multiple of t, the last tile
-// starts at n − t instead (overlapping the one before it), so that every GEMM is t × t, one batched call
-// for each row-chunk length (the narrow last tile column ran at 2/3 of the others' rate on an H100); its GEMMs
-// write their own slots of partials padded to T·t, and the reduction reads G's last columns from there.
+// Uniform tiles (the default; DSOLVE_GRAM_UNIFORM=0: a narrower last tile): where n is not a multiple of
+// t, the last tile starts at n − t (overlapping the one before it), so that every GEMM is t × t, one
+// batched call for each row-chunk length (the narrow last tile column ran at 2/3 of the others' rate on an
+// H100; uniform tiles took XᵀX from 2.56 to 2.52 ms there, 2026-11-26); its GEMMs write their own slots of
+// partials padded to T·t, and the reduction reads G's last columns from there.
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
 // strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
@@ -50,7 +51,7 @@ static gram_plan gram_make_plan(int64_t m, int64_t n)
     p.t = env_int("DSOLVE_GRAM_TILE", n <= 128 ? n : 128);
     p.t = p.t < 32 ? 32 : (p.t + 31) / 32 * 32;
     p.T = (n + p.t - 1) / p.t;
-    p.ldp = p.T > 1 && n % p.t != 0 && env_int("DSOLVE_GRAM_UNIFORM", 0) == 1 ? p.T * p.t : n;
+    p.ldp = p.T > 1 && n % p.t != 0 && env_int("DSOLVE_GRAM_UNIFORM", 1) != 0 ? p.T * p.t : n;
     int64_t ks = m / 1024;  // 16 chunks, each of at least 1 024 rows
     ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
     while (ks > 1 && (double)ks * p.ldp * p.ldp * 8 > 2e9)  // partials stay under 2 GB

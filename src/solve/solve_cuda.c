@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend_cuda.h"
 #include "solve/gram_cuda.h"
@@ -131,7 +133,7 @@ static int cuda_grad_update(ds_ctx *ctx, const ds_mat *X, double *e, int64_t up_
     double *scratch;
     DS_CHECK(scratch_reserve(ctx, ds_k_grad_update_scratch(X->rows, up_n, gr_n, st->nsm), &scratch));
     CUDA_CHECK(ctx, ds_k_grad_update(X->data, X->f32, X->rows, X->cols, e, up_col0, up_n, coef, gr_col0, gr_n,
-                                     gout, scratch, st->nsm, st->stream));
+                                     gout, scratch, st->nsm, st->cert_plan, st->stream));
     return DS_OK;
 }
 
@@ -238,12 +240,12 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *i
     int *dev_info = (int *)(diag + n);
     SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
     CUDA_CHECK(ctx, ds_k_gather(diag, G, n, n + 1, st->stream));
-    double *d = malloc((size_t)n * sizeof(double));  // once a solve, not in a loop
+    double *d = malloc((size_t)(n + 1) * sizeof(double));  // once a solve, not in a loop
     if (!d)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    int rc = ctx->be->download(ctx, info, dev_info, sizeof(int));
+    int rc = ctx->be->download(ctx, d, diag, (size_t)(n + 1) * sizeof(double));  // the diagonal and devInfo
     if (rc == DS_OK)
-        rc = ctx->be->download(ctx, d, diag, (size_t)n * sizeof(double));
+        memcpy(info, d + n, sizeof(int));
     if (rc == DS_OK && *info == 0)
         *info = chol_pivot_info(d, n);
     free(d);
