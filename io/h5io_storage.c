@@ -3,6 +3,7 @@
 // the refusal of raw data kept outside the file (external storage, virtual datasets) and of number types
 // other than the standard ones (HDF5 1.10's conversions of odd bit layouts read out of bounds).
 // provides: h5i_check_storage, h5i_standard_type
+#include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -44,18 +45,25 @@ static int check_compact(hid_t dset, hid_t dcpl, const char *path, const char *n
 
 // The chunk that HDF5 would hold in memory to read a chunked dataset must fit the same bound, and no
 // wider than a dimension that cannot grow (HDF5's own rule when it creates one; 1.10 reads past a
-// decompressed chunk that is smaller than the chunk shape says).
+// decompressed chunk that is smaller than the chunk shape says). Its rank must be the dataset's: a
+// 6.6 KB file whose 1-D y declared chunks of rank 0 made HDF5 1.10's H5Dread take 23 GB and 100 s (found
+// by fuzzing, 2026-11-26; tests/fuzz/corpus/h5_lsq/regress-chunk_rank).
 static int check_chunk(hid_t dset, hid_t dcpl, const char *path, const char *name, double elsize, double limit,
                        ds_msg *msg)
 {
     hsize_t c[H5S_MAX_RANK], maxdims[H5S_MAX_RANK];
     hid_t sp = H5Dget_space(dset);
-    int nd = H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_chunk(dcpl, H5S_MAX_RANK, c) : 0;
-    if (nd > 0 && (sp < 0 || H5Sget_simple_extent_ndims(sp) != nd || H5Sget_simple_extent_dims(sp, NULL, maxdims) < 0))
+    const int chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;
+    int nd = chunked ? H5Pget_chunk(dcpl, H5S_MAX_RANK, c) : 0;
+    const int rank = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+    if (chunked && (rank < 0 || nd < 0 || H5Sget_simple_extent_dims(sp, NULL, maxdims) < 0))
         nd = -1;
     h5i_close_space(sp);
     if (nd < 0)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its chunk shape", path, name);
+    if (chunked && nd != rank)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: chunks of rank %d for a dataset of rank %d (damaged)", path,
+                       name, nd, rank);
     double bytes = elsize;
     for (int i = 0; i < nd; i++) {
         if (maxdims[i] != H5S_UNLIMITED && c[i] > maxdims[i])
@@ -69,9 +77,25 @@ static int check_chunk(hid_t dset, hid_t dcpl, const char *path, const char *nam
     return DS_OK;
 }
 
+// The chunks that a chunked dataset's shape holds (the product over its dimensions of ⌈dim / chunk⌉; the
+// checks before this one made the ranks agree and every chunk size nonzero).
+static double chunk_slots(hid_t dset, hid_t dcpl)
+{
+    hsize_t c[H5S_MAX_RANK], dims[H5S_MAX_RANK];
+    hid_t sp = H5Dget_space(dset);
+    int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, c), rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    h5i_close_space(sp);
+    double slots = 1;
+    for (int i = 0; i < nd && nd == rank; i++)
+        slots *= c[i] > 0 ? ceil((double)dims[i] / (double)c[i]) : 0;
+    return nd == rank ? slots : 0;
+}
+
 // The chunks that the index declares must fit in the file together (stored chunks do not overlap): HDF5
 // 1.10 allocates a buffer of a chunk's declared size before it reads the chunk, so a 6 KB file whose index
-// declares a 3.5 GB chunk would make H5Dread ask for 3.5 GB. One pass over the index (H5Dget_num_chunks
+// declares a 3.5 GB chunk would make H5Dread ask for 3.5 GB. Nor may the index list more chunks than the
+// shape holds (a 6.6 KB file listed three chunks at one place in a shape of one; 1.10 read heap memory
+// past the short inflated chunk into X, found by fuzzing, 2026-11-26: regress-chunk_count). One pass over the index (H5Dget_num_chunks
 // and H5Dget_storage_size each walk it), of the same nodes that a read's lookups descend through.
 static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const char *name, double file_bytes,
                              ds_msg *msg)
@@ -85,6 +109,9 @@ static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const cha
     hsize_t stored = ok && n > 0 ? H5Dget_storage_size(dset) : 0;
     if (!ok || (n > 0 && stored == 0))
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its chunk index (damaged)", path, name);
+    if ((double)n > chunk_slots(dset, dcpl))
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its chunk index lists %llu chunks where its shape holds %.0f (damaged)",
+                       path, name, (unsigned long long)n, chunk_slots(dset, dcpl));
     if ((double)stored > file_bytes)
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its %llu chunks declare %llu bytes, more than the %.0f-byte file holds (damaged)",
                        path, name, (unsigned long long)n, (unsigned long long)stored, file_bytes);

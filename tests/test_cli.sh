@@ -43,6 +43,13 @@ expect 3 "/X.*row 37" 3 solve --input nan.h5 --output out.h5
 expect 3 "/y.*row 11" 2 solve --input inf.h5 --output out.h5
 expect 3 "fewer than the 4 ranks" 4 solve --input small.h5 --output out.h5
 expect 3 "/X" 1 solve --input named.h5 --output out.h5
+# Files that fuzzing made (tests/fuzz/corpus/h5_lsq/regress-*): a 1-D y whose chunks have rank 0 (HDF5 1.10
+# took 23 GB and 100 s to read it), and an X whose chunk index lists 3 chunks where its shape holds 1 (HDF5
+# read heap memory past a short inflated chunk into X; `predict`, which reads no y, printed predictions).
+corpus=$(dirname "$(realpath "$0")")/fuzz/corpus/h5_lsq
+expect 3 "/y: chunks of rank 0 for a dataset of rank 1" 1 solve --input "$corpus/regress-chunk_rank" --output out.h5
+expect 3 "/X: its chunk index lists 3 chunks where its shape holds 1" 1 solve --input "$corpus/regress-chunk_count" \
+    --output out.h5
 expect 2 "unknown option" 2 solve --bogus
 expect 2 "--batch" 1 solve --batch 0
 expect 2 "--iters.*not an integer" 1 solve --iters ten
