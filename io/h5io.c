@@ -266,7 +266,9 @@ static herr_t xfer_block(hid_t dset, int write, hsize_t row0, hsize_t n, hsize_t
     hsize_t start[2] = {row0, 0}, count[2] = {n, cols};
     hid_t fs = H5Dget_space(dset), ms = H5Screate_simple(rank, count, NULL);
     herr_t st = -1;
-    if (fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+    // a read whose filtered chunks would not decode to whole chunks is refused before libhdf5 decodes them
+    const int whole = write || h5i_filters_check_rows(dset, (int64_t)row0, (int64_t)n);
+    if (whole && fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
         st = write ? H5Dwrite(dset, mtype, ms, fs, H5P_DEFAULT, buf)
                    : H5Dread(dset, mtype, ms, fs, H5P_DEFAULT, buf);
     h5i_close_space(ms);
@@ -375,7 +377,7 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld elements, expected %lld", path, vn,
                      (long long)dims[0], (long long)n);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, 0, n, 0, H5T_NATIVE_DOUBLE, out) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read", path, vn);
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read%s", path, vn, h5i_xfer_why());
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }

@@ -61,8 +61,8 @@ static int read_labels(hid_t file, const char *path, const char *name, int64_t r
     if (rc == DS_OK && !wide)
         rc = ds_fail(msg, DS_ERR_RUNTIME, "out of host memory reading %s", path);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, row0, nrows, 0, H5T_NATIVE_INT64, wide) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld", path, name, (long long)row0,
-                     (long long)(row0 + nrows - 1));
+        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld%s", path, name, (long long)row0,
+                     (long long)(row0 + nrows - 1), h5i_xfer_why());
     for (int64_t i = 0; rc == DS_OK && i < nrows; i++) {
         if (wide[i] < INT32_MIN || wide[i] > INT32_MAX)
             rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: label %lld at row %lld is out of range", path, name,

@@ -129,6 +129,8 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its storage", path, name);
     if (rc == DS_OK)
         rc = check_in_file(dcpl, path, name, msg);
+    if (rc == DS_OK)
+        rc = h5i_check_filters(dcpl, path, name, msg);
     double limit = max_backed((double)st.st_size, nfilters > 0), bytes = (double)n_elements * (double)elsize;
     if (rc == DS_OK && bytes > limit)
         rc = ds_fail(msg, DS_ERR_INPUT,

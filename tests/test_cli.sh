@@ -43,6 +43,43 @@ expect 3 "/X.*row 37" 3 solve --input nan.h5 --output out.h5
 expect 3 "/y.*row 11" 2 solve --input inf.h5 --output out.h5
 expect 3 "fewer than the 4 ranks" 4 solve --input small.h5 --output out.h5
 expect 3 "/X" 1 solve --input named.h5 --output out.h5
+# Filters: gzip, shuffle and fletcher32 read as the plain file does (the same coefficients, bit for bit);
+# another filter (lzf) is refused naming h5repack; a stored chunk that inflates to fewer or more bytes than
+# a chunk holds (HDF5 1.10 would read heap memory past it into X), one whose filter mask skips deflate, and
+# a fletcher32 checksum that does not match, are each exit 3 naming the dataset.
+"$py" - <<'PY'
+import h5py, numpy as np, zlib
+rng = np.random.default_rng(3); X = rng.random((500, 7)) - 0.5; y = X @ np.arange(1.0, 8.0)
+def w(name, **kw):
+    with h5py.File(name, "w") as f:
+        f.create_dataset("X", data=X, chunks=(64, 7), **kw); f.create_dataset("y", data=y, chunks=(64,), **kw)
+for name, kw in [("fplain", {}), ("fgzip", dict(compression="gzip")), ("fshuf", dict(compression="gzip", shuffle=True)),
+                 ("fall", dict(compression="gzip", shuffle=True, fletcher32=True)), ("ffl", dict(fletcher32=True)),
+                 ("flzf", dict(compression="lzf")), ("fshort", dict(compression="gzip")),
+                 ("flong", dict(compression="gzip")), ("fmask", dict(compression="gzip")), ("fbadsum", dict(fletcher32=True))]:
+    w(name + ".h5", **kw)
+def chunk(name, at, raw, mask=0):
+    with h5py.File(name, "a") as f: f["X"].id.write_direct_chunk(at, raw, filter_mask=mask)
+chunk("fshort.h5", (0, 0), zlib.compress(b"\1" * 48))
+chunk("flong.h5", (64, 0), zlib.compress(b"\0" * (64 * 7 * 8 + 80)))
+chunk("fmask.h5", (128, 0), b"\0" * 100, mask=1)
+chunk("fbadsum.h5", (0, 0), X[:64].tobytes() + b"\0\0\0\0")
+PY
+"$dsolve" solve --input fplain.h5 --method cholesky --json >fplain.json 2>stderr.txt || bad "solve fplain.h5: $(cat stderr.txt)"
+for f in fgzip fshuf fall ffl; do
+    "$dsolve" solve --input $f.h5 --method cholesky --json >$f.json 2>stderr.txt || bad "solve $f.h5: $(cat stderr.txt)"
+    "$py" -c "import json,sys; a, b = (json.load(open(n))['coef_digest'] for n in ('fplain.json', '$f.json')); sys.exit(a != b)" &&
+        ok || bad "$f.h5 solved otherwise than the plain file"
+done
+expect 3 "flzf.h5: dataset /X: stored with HDF5 filter 32000 (lzf), which dsolve does not read.*h5repack" 1 solve \
+    --input flzf.h5 --output out.h5
+expect 3 "fshort.h5: dataset /X: .*the chunk at row 0 decodes to 48 bytes where a chunk holds 3584: damaged" 1 solve \
+    --input fshort.h5 --output out.h5
+expect 3 "flong.h5: dataset /X: .*the chunk at row 64 decodes to more than 3584 bytes" 2 solve --input flong.h5 \
+    --output out.h5
+expect 3 "fmask.h5: dataset /X: .*the chunk at row 128 decodes to 100 bytes" 1 solve --input fmask.h5 --output out.h5
+expect 3 "fbadsum.h5: dataset /X: cannot read" 1 solve --input fbadsum.h5 --output out.h5
+
 # Files that fuzzing made (tests/fuzz/corpus/h5_lsq/regress-*): a 1-D y whose chunks have rank 0 (HDF5 1.10
 # took 23 GB and 100 s to read it), and an X whose chunk index lists 3 chunks where its shape holds 1 (HDF5
 # read heap memory past a short inflated chunk into X; `predict`, which reads no y, printed predictions).
