@@ -5,7 +5,9 @@
 // the predefined filters), so before each H5Dread of a filtered dataset every stored chunk in the rows it
 // reads is fetched raw (H5Dread_chunk) and its pipeline's sizes are followed as HDF5 would decode it
 // (its filter mask honoured): fletcher32 takes 4 bytes off, shuffle keeps the size, deflate is inflated
-// (zlib, into a scratch of one chunk): the result must be exactly one chunk. That costs a second read and
+// (zlib, into a scratch of one chunk): the result must be exactly one chunk (an edge chunk that the
+// dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, must be stored whole; tests in
+// tests/test_h5filters.c). That costs a second read and
 // inflate of compressed chunks only; unfiltered data is not touched. Filters other than these three are
 // refused by the probe (h5i_check_filters), as is a filter listed twice.
 // provides: h5i_check_filters, h5i_filters_check_rows, h5i_xfer_why
@@ -40,20 +42,25 @@ static size_t inflated_size(const unsigned char *src, size_t n, unsigned char *o
 }
 
 // What one stored chunk (raw, n bytes) decodes to through the pipeline (filters f[0 .. nf), decoded from
-// the last), skipping the filters that mask names; SIZE_MAX when a decoder would fail.
-// (h5i_check_filters let through only orders where nothing but fletcher32 is decoded before deflate, and
-// fletcher32 only takes the last 4 bytes off: so deflate's input is the raw chunk's first bytes.)
+// the last), skipping the filters that mask names; SIZE_MAX when a decoder would fail. A chunk of `chunk`
+// bytes comes out of deflate 4 bytes longer for each fletcher32 that sums it before it is compressed
+// (below deflate in the pipeline), so deflate's output is counted up to that size and one byte more in
+// scratch (chunk + 4·nf + 1 bytes). (h5i_check_filters let through only orders where nothing but
+// fletcher32 is decoded before deflate, and fletcher32 only takes the last 4 bytes off: so deflate's input
+// is the raw chunk's first bytes.)
 static size_t decoded_size(const unsigned char *raw, size_t n, const H5Z_filter_t *f, int nf, unsigned mask,
-                           unsigned char *scratch, size_t cap)
+                           unsigned char *scratch, size_t chunk)
 {
-    size_t size = n;
+    size_t size = n, after = chunk;
+    for (int i = 0; i < nf && f[i] != H5Z_FILTER_DEFLATE; i++)
+        after += f[i] == H5Z_FILTER_FLETCHER32 && !(mask & (1u << i)) ? FLETCHER_LEN : 0;
     for (int i = nf - 1; i >= 0 && size != SIZE_MAX; i--) {
         if (mask & (1u << i))
             continue;
         if (f[i] == H5Z_FILTER_FLETCHER32)
             size = size >= FLETCHER_LEN ? size - FLETCHER_LEN : SIZE_MAX;
         else if (f[i] == H5Z_FILTER_DEFLATE)
-            size = inflated_size(raw, size, scratch, cap);
+            size = inflated_size(raw, size, scratch, after + 1);
     }
     return size;
 }
@@ -69,12 +76,13 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
 {
     g_why[0] = '\0';
     hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
-    hsize_t c[2] = {1, 1}, dims[2] = {1, 1};
+    hsize_t c[H5S_MAX_RANK] = {1, 1}, dims[H5S_MAX_RANK] = {1, 1};
     const int nf = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
-    const int nd = nf > 0 ? H5Pget_chunk(dcpl, 2, c) : 0;
+    const int nd = nf > 0 ? H5Pget_chunk(dcpl, H5S_MAX_RANK, c) : 0;
     const int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    unsigned opts = 0;  // partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)
     H5Z_filter_t f[MAX_FILTERS];
-    int ok = nf <= MAX_FILTERS;
+    int ok = dcpl >= 0 && nf <= MAX_FILTERS && (nf == 0 || H5Pget_chunk_opts(dcpl, &opts) >= 0);
     for (int i = 0; ok && i < nf; i++) {
         unsigned fl = 0, cd[MAX_CD];
         size_t ncd = MAX_CD;
@@ -88,7 +96,7 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
         return ok;  // not chunked, or no filters: nothing to decode
     if (nd != rank || nd > 2 || c[0] == 0 || c[1] == 0 || chunk == 0)
         return 0;
-    unsigned char *scratch = malloc(chunk + 1), *raw = NULL;
+    unsigned char *scratch = malloc(chunk + FLETCHER_LEN * MAX_FILTERS + 1), *raw = NULL;
     size_t raw_cap = 0;
     const hsize_t cols = nd == 2 ? dims[1] : 1, ccols = nd == 2 ? c[1] : 1;
     for (hsize_t r = (hsize_t)row0 / c[0] * c[0]; ok && scratch && r < (hsize_t)(row0 + n); r += c[0])
@@ -106,7 +114,11 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
             }
             uint32_t got_mask = 0;
             ok = ok && H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, raw) >= 0;
-            const size_t out = ok ? decoded_size(raw, (size_t)size, f, nf, got_mask, scratch, chunk + 1) : 0;
+            // an edge chunk kept unfiltered must be stored whole: HDF5 copies a chunk's size out of it
+            const int raw_edge = (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
+                                 (r + c[0] > dims[0] || (nd == 2 && q + ccols > cols));
+            const size_t out = !ok ? 0 : raw_edge ? (size_t)size
+                                                  : decoded_size(raw, (size_t)size, f, nf, got_mask, scratch, chunk);
             if (ok && out != chunk) {
                 ok = 0;
                 if (out == SIZE_MAX)

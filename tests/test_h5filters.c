@@ -1,0 +1,146 @@
+// test_h5filters.c: io/h5io_filters.c against compressed files written here with the C API (what h5py
+// cannot make): every legitimate pipeline of gzip, shuffle and fletcher32 (in h5py's order, and fletcher32
+// before deflate as C and netCDF writers may put it; partial edge chunks stored unfiltered) reads back
+// exactly what was written; a chunk written raw that inflates short or long, an unfiltered edge chunk
+// stored short, and another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why.
+// Runs on rank 0; other ranks only take part in the verdict.
+#include <hdf5.h>  // provides: the raw HDF5 API, to write the files
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "h5io.h"
+#include "harness.h"
+
+enum { ROWS = 100, COLS = 37, CR = 64, CC = 16 };
+enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32 };
+
+static double X[ROWS][COLS], Y[ROWS];
+
+// path with /X (ROWS × COLS f64, chunks CR × CC, the filters flags names, in that order) and /y.
+static const char *make(const char *name, unsigned flags)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_tmp_dir(), name);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // (partial-chunk options need it)
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hsize_t dims[2] = {ROWS, COLS}, ch[2] = {CR, CC}, n = ROWS;
+    H5Pset_chunk(dcpl, 2, ch);
+    if (flags & SUM_FIRST)
+        H5Pset_fletcher32(dcpl);
+    if (flags & SHUF)
+        H5Pset_shuffle(dcpl);
+    if (flags & GZIP)
+        H5Pset_deflate(dcpl, 4);
+    if (flags & SUM_LAST)
+        H5Pset_fletcher32(dcpl);
+    if (flags & SCALEOFFSET)
+        H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 6);
+    if (flags & RAW_EDGES)
+        H5Pset_chunk_opts(dcpl, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS);
+    hid_t xs = H5Screate_simple(2, dims, NULL), ys = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "X", H5T_IEEE_F64LE, xs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, X) >= 0, "%s: write X", name);
+    H5Dclose(d);
+    d = H5Dcreate2(f, "y", H5T_IEEE_F64LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, Y) >= 0, "%s: write y", name);
+    H5Dclose(d);
+    H5Sclose(xs);
+    H5Sclose(ys);
+    H5Pclose(dcpl);
+    H5Pclose(fapl);
+    H5Fclose(f);
+    return path;
+}
+
+// Replaces the stored chunk of /X at (r, c) by raw bytes (no filters run), mask 0.
+static void put_chunk(const char *path, hsize_t r, hsize_t c, const void *raw, size_t n)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT), d = H5Dopen2(f, "X", H5P_DEFAULT);
+    hsize_t at[2] = {r, c};
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, at, n, raw) >= 0, "%s: write the chunk at %llu, %llu", path,
+          (unsigned long long)r, (unsigned long long)c);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+static void expect_same(const char *name, unsigned flags)
+{
+    const char *p = make(name, flags);
+    static double got[ROWS][COLS], gy[ROWS];
+    ds_msg m = {{0}};
+    int rc = h5io_read_lsq_rows(p, "X", "y", 0, ROWS, COLS, 0, got, gy, NULL, &m);
+    CHECK(rc == DS_OK, "%s: rc %d: %s", name, rc, m.text);
+    CHECK(rc != DS_OK || memcmp(got, X, sizeof X) == 0, "%s: X read back differs", name);
+}
+
+static void expect_refused(const char *name, const char *p, const char *want)
+{
+    static double got[ROWS][COLS], gy[ROWS];
+    ds_msg m = {{0}};
+    h5io_lsq_info info;
+    int rc = h5io_probe_lsq(p, "X", "y", &info, &m);
+    if (rc == DS_OK)
+        rc = h5io_read_lsq_rows(p, "X", "y", 0, ROWS, COLS, 0, got, gy, NULL, &m);
+    CHECK(rc == DS_ERR_INPUT && strstr(m.text, "/X") && strstr(m.text, want), "%s: rc %d, message '%s', want '%s'",
+          name, rc, m.text, want);
+}
+
+// A zlib stream of n bytes of v, in *out (the caller frees it); its length in *len.
+static void *zbytes(size_t n, int v, size_t *len)
+{
+    unsigned char *src = malloc(n);
+    uLongf cap = compressBound((uLong)n);
+    unsigned char *dst = malloc(cap);
+    memset(src, v, n);
+    compress2(dst, &cap, src, (uLong)n, 4);
+    free(src);
+    *len = cap;
+    return dst;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < ROWS; i++) {
+        Y[i] = i;
+        for (int j = 0; j < COLS; j++)
+            X[i][j] = (i - 50) * 0.25 + j * 1e-3;
+    }
+    if (rank == 0) {
+        test_tmp_open("h5filters");
+        expect_same("gzip", GZIP);
+        expect_same("shuffle gzip fletcher32 (h5py's order)", SHUF | GZIP | SUM_LAST);
+        expect_same("fletcher32 before gzip", SUM_FIRST | GZIP);
+        expect_same("fletcher32 shuffle gzip", SUM_FIRST | SHUF | GZIP);
+        expect_same("shuffle alone", SHUF);
+        expect_same("fletcher32 alone", SUM_LAST);
+        expect_same("edge chunks unfiltered", SHUF | GZIP | RAW_EDGES);
+
+        const char *p = make("short.h5", GZIP);
+        size_t len;
+        void *z = zbytes(48, 1, &len);
+        put_chunk(p, 0, 16, z, len);
+        free(z);
+        expect_refused("a chunk that inflates short", p,
+                       "the chunk at row 0 decodes to 48 bytes where a chunk holds 8192");
+        p = make("long.h5", GZIP);
+        z = zbytes(CR * CC * 8 + 40, 0, &len);
+        put_chunk(p, 64, 0, z, len);
+        free(z);
+        expect_refused("a chunk that inflates long", p, "the chunk at row 64 decodes to more than 8192 bytes");
+        p = make("edge.h5", SHUF | GZIP | RAW_EDGES);
+        static const unsigned char raw[100];
+        put_chunk(p, 64, 32, raw, sizeof raw);
+        expect_refused("an unfiltered edge chunk stored short", p, "the chunk at row 64 decodes to 100 bytes");
+        expect_refused("scale-offset", make("so.h5", SCALEOFFSET), "stored with HDF5 filter 6");
+        test_tmp_remove();
+    }
+    int rc = test_finish("test_h5filters");
+    MPI_Finalize();
+    return rc;
+}
