@@ -206,13 +206,14 @@ static void grad_update_one(ops_run *r, const xblock *x, const gu_args *a)
 
 void case_solve_grad_update(ops_run *r)
 {
-    // and more rows than one wave of the GPU's single-read pass takes (its CTAs loop over row chunks)
-    static const xshape tall = {9001, 300, 1};
-    for (int s = 0; s <= NX; s++)
+    // and more rows than one wave of the GPU's single-read pass takes (its CTAs loop over row chunks), and
+    // rows wider than a warp holds (a row a CTA)
+    static const xshape more[] = {{9001, 300, 1}, {2003, 1500, 0}};
+    for (int s = 0; s < NX + 2; s++)
         for (int f32 = 0; f32 <= 1; f32++) {
             ops_mem h = {NULL};
             xblock x;
-            xblock_make(r, &h, s < NX ? &xshapes[s] : &tall, f32, &x);
+            xblock_make(r, &h, s < NX ? &xshapes[s] : &more[s - NX], f32, &x);
             const int64_t n = x.n;
             const gu_args args[] = {
                 {0, 0, 0, n < 32 ? n : 32},        // the first gradient: no update

@@ -349,7 +349,9 @@ extern "C" size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t g
 {
     const GuPlan a = gu_plan(rows, up_n, gr_n, 0, nsm, DS_CERT_AUTO);
     const GuPlan c = gu_plan(rows, up_n, gr_n, 0, nsm, DS_CERT_CHUNKS);
-    return (size_t)(a.parts > c.parts ? a.parts : c.parts) * (size_t)(gr_n + 1);  // enough for any plan
+    const GuPlan w = gu_plan(rows, up_n, gr_n, 0, nsm, DS_CERT_CTA);
+    const int64_t parts = a.parts > c.parts ? a.parts : c.parts;
+    return (size_t)(parts > w.parts ? parts : w.parts) * (size_t)(gr_n + 1);  // enough for any plan
 }
 
 extern "C" cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,

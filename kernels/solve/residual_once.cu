@@ -5,7 +5,9 @@
 // residual.cu adds in a fixed order, so results are bit-identical run to run on the same device.
 //   rows in registers (f64, nc ≤ 1 024): a warp holds a whole row, K doubles a lane, so one set of loads
 //          serves both products; the warp's column sums stay in registers until the end;
-//   row chunks (wider, up to what 48 KB of shared memory holds): a CTA updates e on 8 rows, then its
+//   rows a CTA (f64, 1 024 < nc ≤ 4 096; DSOLVE_CERT_PLAN=cta only: not yet run on a GPU): the same
+//          with the CTA's 4 warps sharing a row;
+//   row chunks (f32, and wider, up to what 48 KB of shared memory holds): a CTA updates e on 8 rows, then its
 //          threads add their columns over those rows while they are still in L1 or L2.
 // provides: ds_k_grad_once_parts, ds_k_grad_once
 #include "solve/solve_kernels.h"
@@ -74,6 +76,65 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
     }
 }
 
+// Wider rows (1 024 < nc ≤ 4 096, f64): the CTA's 4 warps share a row, K doubles a thread, the row's
+// sum over the warps in shared memory (two slots, by row parity: one barrier a row); a thread's column
+// sums stay in registers and it writes them itself.
+constexpr int kRwMaxCols = 4096;
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
+    rows_cta(const T *__restrict__ X, int64_t rows, int64_t cols, double *__restrict__ e, int64_t c0, int nc,
+             const double *__restrict__ coef, double *__restrict__ partial)
+{
+    extern __shared__ double s_mem[];  // coef (kRrThreads·K), then 2 × the warps' sums of a row
+    double *s_c = s_mem, *s_part = s_mem + kRrThreads * K;
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32, nwarps = blockDim.x / 32;
+    for (int j = t; j < kRrThreads * K; j += blockDim.x)
+        s_c[j] = j < nc ? coef[j] : 0.0;
+    __syncthreads();
+
+    double acc[K];
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        acc[k] = 0.0;
+    double ee = 0.0;
+    int parity = 0;
+    for (int64_t i = blockIdx.x; i < rows; i += gridDim.x, parity ^= 1) {
+        const T *row = X + i * cols + c0;
+        double x[K], s = 0.0;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const int j = t + kRrThreads * k;
+            x[k] = j < nc ? ldx(row + j) : 0.0;
+        }
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            s = fma(x[k], s_c[t + kRrThreads * k], s);
+        s = warp_sum(s);
+        if (lane == 0)
+            s_part[parity * nwarps + warp] = s;
+        __syncthreads();  // (the other slot was last read before the previous row's barrier)
+        double ei = e[i];
+        for (int w = 0; w < nwarps; w++)
+            ei -= s_part[parity * nwarps + w];
+        if (t == 0) {
+            e[i] = ei;
+            ee = fma(ei, ei, ee);
+        }
+#pragma unroll
+        for (int k = 0; k < K; k++)
+            acc[k] = fma(x[k], ei, acc[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const int j = t + kRrThreads * k;
+        if (j < nc)
+            partial[(int64_t)blockIdx.x * (nc + 1) + j] = acc[k];
+    }
+    if (t == 0)
+        partial[(int64_t)blockIdx.x * (nc + 1) + nc] = ee;
+}
+
 constexpr int kRcThreads = 256;
 constexpr int kRcRows = 8;         // 4 CTAs of 8 rows of 1 000 doubles: 256 KB a multiprocessor, L1's size
 constexpr int kRcBlocksPerSm = 4;
@@ -132,7 +193,7 @@ __global__ void __launch_bounds__(kRcThreads)
 // faster on an H100 (0.33 against 0.60 ms for 100 000 × 1 000), for f64 the registers (0.33 against 0.55).
 bool use_regs(int64_t nc, int f32, int plan)
 {
-    return plan == DS_CERT_AUTO && !f32 && nc <= kRrMaxCols;
+    return !f32 && ((plan == DS_CERT_AUTO && nc <= kRrMaxCols) || (plan == DS_CERT_CTA && nc <= kRwMaxCols));
 }
 
 template <typename T, int K>
@@ -155,6 +216,20 @@ cudaError_t launch_once(const void *X, int64_t rows, int64_t cols, double *e, in
                                                                     partial);
         return cudaGetLastError();
     }
+    if (nc > kRrMaxCols) {  // a row a CTA
+        const int64_t K = ceil_div(nc, kRrThreads);
+        const size_t smem = (size_t)(kRrThreads * (K <= 16 ? 16 : K <= 24 ? 24 : 32) + 8) * sizeof(double);
+#define DS_ROWS_CTA(K_) \
+    rows_cta<T, K_><<<(unsigned)grid, kRrThreads, smem, stream>>>((const T *)X, rows, cols, e, c0, (int)nc, coef, partial)
+        if (K <= 16)
+            DS_ROWS_CTA(16);
+        else if (K <= 24)
+            DS_ROWS_CTA(24);
+        else
+            DS_ROWS_CTA(32);
+#undef DS_ROWS_CTA
+        return cudaGetLastError();
+    }
     const int64_t K = ceil_div(nc, 32);
     if (K <= 8)
         return launch_regs<T, 8>(X, rows, cols, e, c0, nc, coef, partial, grid, stream);
@@ -173,7 +248,7 @@ extern "C" int64_t ds_k_grad_once_parts(int64_t rows, int64_t nc, int f32, int n
         return 0;
     const bool regs = use_regs(nc, f32, plan);
     int64_t grid = (int64_t)(nsm > 0 ? nsm : 1) * (regs ? kRrBlocksPerSm : kRcBlocksPerSm);
-    const int64_t want = regs ? ceil_div(rows, kRrThreads / 32) : ceil_div(rows, kRcRows);
+    const int64_t want = !regs ? ceil_div(rows, kRcRows) : nc > kRrMaxCols ? rows : ceil_div(rows, kRrThreads / 32);
     return want < grid ? want : grid;
 }
 

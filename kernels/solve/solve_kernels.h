@@ -29,8 +29,8 @@ size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int ns
 // bits on the same device. A wide slab both updated and read (up = gr) is read once from memory
 // (residual_once.cu) as plan says: DS_CERT_AUTO (rows in registers for f64 up to 1 024 columns, else
 // row chunks), DS_CERT_CHUNKS (row chunks), DS_CERT_TWO_PASS (read twice, the earlier plan; kept for
-// comparison).
-enum { DS_CERT_AUTO = 0, DS_CERT_CHUNKS = 1, DS_CERT_TWO_PASS = 2 };
+// comparison), DS_CERT_CTA (as AUTO, and a row a CTA for f64 up to 4 096 columns: not yet run on a GPU).
+enum { DS_CERT_AUTO = 0, DS_CERT_CHUNKS = 1, DS_CERT_TWO_PASS = 2, DS_CERT_CTA = 3 };
 cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
                              int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
                              double *gout, double *scratch, int nsm, int plan, cudaStream_t stream);

@@ -118,8 +118,12 @@ static int open_local(ds_ctx *ctx, cuda_state *st)
     for (int i = 0; i < DS_MARKS; i++)
         CUDA_CHECK(ctx, cudaEventCreate(&st->marks[i]));
     CUDA_CHECK(ctx, cudaDeviceGetAttribute(&st->nsm, cudaDevAttrMultiProcessorCount, ctx->device));
-    const char *plan = getenv("DSOLVE_CERT_PLAN");  // DS_CERT_AUTO, _CHUNKS, _TWO_PASS (solve_kernels.h)
-    st->cert_plan = !plan ? 0 : strcmp(plan, "chunks") == 0 ? 1 : strcmp(plan, "two-pass") == 0 ? 2 : 0;
+    const char *plan = getenv("DSOLVE_CERT_PLAN");  // DS_CERT_AUTO, _CHUNKS, _TWO_PASS, _CTA (solve_kernels.h)
+    st->cert_plan = !plan                           ? 0
+                    : strcmp(plan, "chunks") == 0   ? 1
+                    : strcmp(plan, "two-pass") == 0 ? 2
+                    : strcmp(plan, "cta") == 0      ? 3
+                                                    : 0;
     CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming));
     for (int i = 0; i < GRAM_STREAMS; i++) {
         CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->side[i], cudaStreamNonBlocking));
