@@ -19,6 +19,19 @@ constexpr int kRrThreads = 128;    // 4 warps, each a row at a time
 constexpr int kRrBlocksPerSm = 3;  // ≤ 170 registers a thread: a row (K doubles) and its sums (K)
 constexpr int kRrMaxCols = 1024;
 
+// The kernels' common start: coef, zero-padded to len, into shared memory for the whole CTA; the
+// column sums zeroed.
+template <int K>
+__device__ __forceinline__ void stage_coef(const double *coef, int nc, double *s_c, int len, double (&acc)[K])
+{
+    for (int j = threadIdx.x; j < len; j += blockDim.x)
+        s_c[j] = j < nc ? coef[j] : 0.0;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; k++)
+        acc[k] = 0.0;
+}
+
 template <typename T, int K>
 __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
     rows_regs(const T *__restrict__ X, int64_t rows, int64_t cols, double *__restrict__ e, int64_t c0, int nc,
@@ -27,14 +40,8 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
     extern __shared__ double s_mem[];  // coef (32·K), then each warp's sums (nc + 1 a warp)
     double *s_c = s_mem, *s_red = s_mem + 32 * K;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    for (int j = threadIdx.x; j < 32 * K; j += blockDim.x)
-        s_c[j] = j < nc ? coef[j] : 0.0;
-    __syncthreads();
-
     double acc[K];
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        acc[k] = 0.0;
+    stage_coef<K>(coef, nc, s_c, 32 * K, acc);
     double ee = 0.0;
     const int64_t stride = (int64_t)gridDim.x * nwarps;
     for (int64_t i = (int64_t)blockIdx.x * nwarps + warp; i < rows; i += stride) {
@@ -89,14 +96,8 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
     extern __shared__ double s_mem[];  // coef (kRrThreads·K), then 2 × the warps' sums of a row
     double *s_c = s_mem, *s_part = s_mem + kRrThreads * K;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32, nwarps = blockDim.x / 32;
-    for (int j = t; j < kRrThreads * K; j += blockDim.x)
-        s_c[j] = j < nc ? coef[j] : 0.0;
-    __syncthreads();
-
     double acc[K];
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        acc[k] = 0.0;
+    stage_coef<K>(coef, nc, s_c, kRrThreads * K, acc);
     double ee = 0.0;
     int parity = 0;
     for (int64_t i = blockIdx.x; i < rows; i += gridDim.x, parity ^= 1) {
