@@ -9,7 +9,8 @@
 #               a worker whose harness is done then helps the harness furthest from N (FUZZ_SLICE: seconds
 #               between the counts, default 120)
 #   -bin=DIR    run the prebuilt harnesses fuzz_<harness> in DIR instead of building (jobs/fuzz-long.sh)
-#   -out=DIR    where corpora, logs and kept inputs go (default build-fuzz/fuzz)
+#   -out=DIR    where corpora, logs and kept inputs go (default build-fuzz/fuzz); the scratch files go to
+#               /dev/shm where it is writable (FUZZ_SCRATCH=DIR puts them under DIR instead)
 #   HARNESS     idx h5_lsq h5_labelled h5_keys h5_model (default: all); HARNESS:N gives that harness N workers
 #               instead of -workers (jobs/fuzz-long.sh shares the cores by each harness's speed)
 # Prints the executions per harness and exits 1 when dsolve's code crashed, leaked, hung, over-allocated or
@@ -72,8 +73,16 @@ if ! command -v llvm-symbolizer >/dev/null && [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]
     ASAN_OPTIONS+=:symbolize=0 UBSAN_OPTIONS+=:symbolize=0
 fi
 export LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0
-# The harnesses' scratch files; a crashed harness leaves its folder behind, so they go under OUT.
-export TMPDIR=$out/tmp
+# The harnesses' scratch files (every execution writes its input there and libhdf5 opens it several times):
+# in memory (/dev/shm) where there is one (FUZZ_SCRATCH overrides), under a folder named after OUT that is
+# removed at the end, since a crashed harness leaves its own folder behind.
+scratch_in=${FUZZ_SCRATCH:-/dev/shm}
+if [ -d "$scratch_in" ] && [ -w "$scratch_in" ]; then
+    export TMPDIR=$scratch_in/dsolve-fuzz-$(echo "$out" | md5sum | cut -c1-8)
+    trap 'rm -rf "$TMPDIR"' EXIT
+else
+    export TMPDIR=$out/tmp
+fi
 rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
 # Where the report in log $1 points: "dsolve" when the innermost frame with known code is ours (io/,
