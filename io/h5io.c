@@ -377,7 +377,7 @@ int h5io_read_vector(const char *path, const char *name, int64_t n, double *out,
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: %lld elements, expected %lld", path, vn,
                      (long long)dims[0], (long long)n);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, 0, n, 0, H5T_NATIVE_DOUBLE, out) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read%s", path, vn, h5i_xfer_why());
+        rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read%s", path, vn, h5i_xfer_why());
     h5i_close_obj(d);
     return h5i_close_file(file, path, rc, msg);
 }

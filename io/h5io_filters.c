@@ -10,7 +10,7 @@
 // tests/test_h5filters.c). That costs a second read and
 // inflate of compressed chunks only; unfiltered data is not touched. Filters other than these three are
 // refused by the probe (h5i_check_filters), as is a filter listed twice.
-// provides: h5i_check_filters, h5i_filters_check_rows, h5i_xfer_why
+// provides: h5i_check_filters, h5i_filters_check_rows, h5i_xfer_why, h5i_xfer_status
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,16 +65,31 @@ static size_t decoded_size(const unsigned char *raw, size_t n, const H5Z_filter_
     return size;
 }
 
-static char g_why[160];  // why the last check failed, for the reader's message
+static char g_why[160];           // why the last check failed, for the reader's message
+static int g_status = DS_ERR_INPUT;  // and whose fault: the file's, or the host's memory
 
 const char *h5i_xfer_why(void)
 {
     return g_why;
 }
 
+int h5i_xfer_status(void)
+{
+    return g_status;
+}
+
+// The check could not get n bytes: the machine's failure, not the file's (exit 1, not 3).
+static int out_of_memory(size_t n)
+{
+    g_status = DS_ERR_RUNTIME;
+    snprintf(g_why, sizeof g_why, " (out of host memory: %zu bytes to check its compressed chunks)", n);
+    return 0;
+}
+
 int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
 {
     g_why[0] = '\0';
+    g_status = DS_ERR_INPUT;
     hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
     hsize_t c[H5S_MAX_RANK] = {1, 1}, dims[H5S_MAX_RANK] = {1, 1};
     const int nf = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
@@ -98,8 +113,10 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
         return 0;
     unsigned char *scratch = malloc(chunk + FLETCHER_LEN * MAX_FILTERS + 1), *raw = NULL;
     size_t raw_cap = 0;
+    if (!scratch)
+        return out_of_memory(chunk + FLETCHER_LEN * MAX_FILTERS + 1);
     const hsize_t cols = nd == 2 ? dims[1] : 1, ccols = nd == 2 ? c[1] : 1;
-    for (hsize_t r = (hsize_t)row0 / c[0] * c[0]; ok && scratch && r < (hsize_t)(row0 + n); r += c[0])
+    for (hsize_t r = (hsize_t)row0 / c[0] * c[0]; ok && r < (hsize_t)(row0 + n); r += c[0])
         for (hsize_t q = 0; ok && q < cols; q += ccols) {
             hsize_t at[2] = {r, q}, size = 0;
             haddr_t addr = HADDR_UNDEF;
@@ -109,7 +126,7 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
                 continue;  // a chunk never written reads as the fill value, with no decoding
             if (size > raw_cap) {
                 unsigned char *more = realloc(raw, size);
-                ok = more != NULL;
+                ok = more != NULL || out_of_memory((size_t)size);
                 raw = ok ? more : raw, raw_cap = ok ? size : raw_cap;
             }
             uint32_t got_mask = 0;
@@ -130,7 +147,6 @@ int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
                              out > chunk ? chunk : out, chunk);
             }
         }
-    ok = ok && scratch;
     free(raw);
     free(scratch);
     return ok;

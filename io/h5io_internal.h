@@ -4,7 +4,7 @@
 //           h5i_write_why, h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
 //           h5i_open_ro, h5i_open_ro_bulk, h5i_open_dataset, h5i_keep, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
 //           h5i_create_dataset, h5i_chunk_shape, h5i_check_storage,
-//           h5i_standard_type, h5i_filters_check_rows, h5i_xfer_why, h5i_check_filters, h5i_guard,
+//           h5i_standard_type, h5i_filters_check_rows, h5i_xfer_why, h5i_xfer_status, h5i_check_filters, h5i_guard,
 //           GUARD_*
 #ifndef DS_H5IO_INTERNAL_H
 #define DS_H5IO_INTERNAL_H
@@ -66,8 +66,10 @@ int h5i_standard_type(hid_t t);
 // refusal (DS_ERR_INPUT) of filters other than deflate, shuffle and fletcher32, of one listed twice, or of
 // shuffle after deflate.
 int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n);
-// After a failed h5i_xfer_rows: " (why)" when those checks refused it, else "" (for the reader's message).
+// After a failed h5i_xfer_rows: " (why)" when those checks refused it, else "" (for the reader's message);
+// and the failure's status: DS_ERR_RUNTIME when the check ran out of memory, else DS_ERR_INPUT.
 const char *h5i_xfer_why(void);
+int h5i_xfer_status(void);
 int h5i_check_filters(hid_t dcpl, const char *path, const char *name, ds_msg *msg);
 // The readers that h5io_guard.c repeats in a worker process first.
 enum { GUARD_PROBE_LSQ, GUARD_PROBE_LABELLED, GUARD_PROBE_KEYS, GUARD_HAS_DATASET, GUARD_READ_ATTRS, GUARD_READ_MATRIX,

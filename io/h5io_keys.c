@@ -124,7 +124,7 @@ int h5io_read_keys(const char *path, const char *name, int type, int64_t row0, i
     if (rc == DS_OK)
         rc = h5i_check_range(path, dn, dims, row0, n, 0, msg);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, row0, n, 0, native_type(type), out) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read elements %lld..%lld%s", path, dn,
+        rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read elements %lld..%lld%s", path, dn,
                      (long long)row0, (long long)(row0 + n - 1), h5i_xfer_why());
     h5i_close_obj(d);
     rc = h5i_close_file(file, path, rc, msg);

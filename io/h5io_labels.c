@@ -61,7 +61,7 @@ static int read_labels(hid_t file, const char *path, const char *name, int64_t r
     if (rc == DS_OK && !wide)
         rc = ds_fail(msg, DS_ERR_RUNTIME, "out of host memory reading %s", path);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, row0, nrows, 0, H5T_NATIVE_INT64, wide) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld%s", path, name, (long long)row0,
+        rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read rows %lld..%lld%s", path, name, (long long)row0,
                      (long long)(row0 + nrows - 1), h5i_xfer_why());
     for (int64_t i = 0; rc == DS_OK && i < nrows; i++) {
         if (wide[i] < INT32_MIN || wide[i] > INT32_MAX)

@@ -47,7 +47,7 @@ int h5io_read_matrix(const char *path, const char *name, int64_t *rows, int64_t 
     if (rc == DS_OK && (*out = malloc((size_t)(dims[0] * dims[1]) * sizeof(double))) == NULL)
         rc = ds_fail(msg, DS_ERR_RUNTIME, "%s: dataset %s: out of host memory", path, dn);
     if (rc == DS_OK && h5i_xfer_rows(d, 0, 0, dims[0], dims[1], H5T_NATIVE_DOUBLE, *out) < 0)
-        rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read%s", path, dn, h5i_xfer_why());
+        rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read%s", path, dn, h5i_xfer_why());
     if (rc != DS_OK) {
         free(*out);
         *out = NULL;

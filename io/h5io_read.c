@@ -106,7 +106,7 @@ static int read_checked(hid_t file, const char *path, const char *name, int64_t 
         const int64_t end = ((row0 + r) / step + 1) * step - row0, n = (end < nrows ? end : nrows) - r;
         void *p = (char *)buf + r * row_bytes;
         if (h5i_xfer_rows(d, 0, row0 + r, n, cols, mtype, p) < 0)
-            rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read rows %lld..%lld%s", path, name,
+            rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read rows %lld..%lld%s", path, name,
                          (long long)(row0 + r), (long long)(row0 + r + n - 1), h5i_xfer_why());
         else
             rc = check_finite(path, name, p, f32, row0 + r, n, cols, big, msg);

@@ -2,12 +2,16 @@
 // cannot make): every legitimate pipeline of gzip, shuffle and fletcher32 (in h5py's order, and fletcher32
 // before deflate as C and netCDF writers may put it; partial edge chunks stored unfiltered) reads back
 // exactly what was written; a chunk written raw that inflates short or long, an unfiltered edge chunk
-// stored short, and another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why.
+// stored short, and another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why; a check
+// that cannot get the memory to decode a chunk is DS_ERR_RUNTIME (exit 1), not the file's fault.
 // Runs on rank 0; other ranks only take part in the verdict.
 #include <hdf5.h>  // provides: the raw HDF5 API, to write the files
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "h5io.h"
@@ -101,6 +105,66 @@ static void *zbytes(size_t n, int v, size_t *len)
     return dst;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+// One gzip chunk of 64 MB (zeros, 64 KB stored) read in a child whose address space leaves no room for
+// the check's scratch of one chunk: exit 1 with "out of host memory", not 3. Not under AddressSanitizer,
+// which reserves terabytes of address space.
+static void expect_out_of_memory(void)
+{
+#ifndef UNDER_ASAN
+    enum { BR = 1024, BC = 8192 };
+    char path[512];
+    snprintf(path, sizeof path, "%s/big.h5", test_tmp_dir());
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hsize_t dims[2] = {BR, BC}, n = BR;
+    H5Pset_chunk(dcpl, 2, dims);
+    H5Pset_deflate(dcpl, 1);
+    double *big = calloc((size_t)BR * BC, sizeof(double)), *y = calloc(BR, sizeof(double));
+    hid_t xs = H5Screate_simple(2, dims, NULL), ys = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "X", H5T_IEEE_F64LE, xs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, big) >= 0, "big: write X");
+    H5Dclose(d);
+    d = H5Dcreate2(f, "y", H5T_IEEE_F64LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0, "big: write y");
+    H5Dclose(d);
+    H5Sclose(xs);
+    H5Sclose(ys);
+    H5Pclose(dcpl);
+    H5Fclose(f);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        long pages = 0;
+        FILE *statm = fopen("/proc/self/statm", "r");
+        if (!statm || fscanf(statm, "%ld", &pages) != 1)
+            _exit(10);
+        fclose(statm);
+        struct rlimit lim = {.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (32 << 20)};
+        lim.rlim_max = lim.rlim_cur;
+        if (setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(11);
+        ds_msg m = {{0}};
+        int rc = h5io_read_lsq_rows(path, "X", "y", 0, BR, BC, 0, big, y, NULL, &m);
+        int ok = rc == DS_ERR_RUNTIME && strstr(m.text, "out of host memory") && strstr(m.text, "/X");
+        if (!ok)
+            fprintf(stderr, "out of memory: rc %d, message '%s'\n", rc, m.text);
+        _exit(ok ? 0 : 12);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a check out of memory: child status %d (want DS_ERR_RUNTIME naming the memory)", st);
+    free(big);
+    free(y);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -138,6 +202,7 @@ int main(int argc, char **argv)
         put_chunk(p, 64, 32, raw, sizeof raw);
         expect_refused("an unfiltered edge chunk stored short", p, "the chunk at row 64 decodes to 100 bytes");
         expect_refused("scale-offset", make("so.h5", SCALEOFFSET), "stored with HDF5 filter 6");
+        expect_out_of_memory();
         test_tmp_remove();
     }
     int rc = test_finish("test_h5filters");
