@@ -1,71 +1,28 @@
-// h5io_filters.c: the filtered chunks that a read is about to decode, checked first. HDF5 1.10 copies a
-// chunk's full size out of whatever its filters returned, so a crafted chunk that inflates to fewer bytes
-// made it read heap memory past the buffer into the data: finite garbage that no later check sees (found
-// by fuzzing on 2026-11-26: failures.md). libhdf5's own decoders cannot be replaced (H5Zregister refuses
-// the predefined filters), so before each H5Dread of a filtered dataset every stored chunk in the rows it
-// reads is fetched raw (H5Dread_chunk) and its pipeline's sizes are followed as HDF5 would decode it
-// (its filter mask honoured): fletcher32 takes 4 bytes off, shuffle keeps the size, deflate is inflated
-// (zlib, into a scratch of one chunk): the result must be exactly one chunk (an edge chunk that the
-// dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, must be stored whole; tests in
-// tests/test_h5filters.c). That costs a second read and
-// inflate of compressed chunks only; unfiltered data is not touched. Filters other than these three are
-// refused by the probe (h5i_check_filters), as is a filter listed twice.
-// provides: h5i_check_filters, h5i_filters_check_rows, h5i_xfer_why, h5i_xfer_status
+// h5io_filters.c: the reads of filtered (compressed) datasets, decoded here and not by libhdf5. HDF5 1.10
+// copies a chunk's full size out of whatever its filters returned, so a crafted chunk that inflates to
+// fewer bytes made it read heap memory past the buffer into the data: finite garbage that no later check
+// sees (found by fuzzing on 2026-11-26: failures.md). Its decoders cannot be replaced (H5Zregister refuses
+// the predefined filters), and checking each chunk before H5Dread decoded every chunk twice (+50 % reading
+// a gzip file) and left the file free to change between the check and the read. So each stored chunk in
+// the rows read is fetched raw (H5Dread_chunk) and decoded once, here, through its pipeline from the last
+// filter (its filter mask honoured): fletcher32 verified as HDF5 does (the sum of 1.6.2 and before
+// accepted too) and taken off, deflate inflated (zlib), shuffle undone; what comes out must be exactly one
+// chunk (an edge chunk that the dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, is stored
+// whole), then converted to the memory type (H5Tconvert) and copied into place. A chunk never written is
+// left to H5Dread, which fills it without decoding anything. Filters other than these three are refused
+// by the probe (h5i_check_filters), as is a filter listed twice. Tests: tests/test_h5filters.c.
+// provides: h5i_check_filters, h5i_filters_read_rows, h5i_xfer_why, h5i_xfer_status
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "h5io_internal.h"
 
 enum { FLETCHER_LEN = 4, MAX_FILTERS = 8, MAX_CD = 8 };
 
-// The number of bytes that inflating src (n bytes) gives, counted in out (cap bytes, reused); more than
-// cap − 1 is reported as cap. SIZE_MAX when src is not a whole zlib stream.
-static size_t inflated_size(const unsigned char *src, size_t n, unsigned char *out, size_t cap)
-{
-    z_stream z = {.next_in = (Bytef *)src, .avail_in = (uInt)n};
-    if (n > UINT32_MAX || inflateInit(&z) != Z_OK)
-        return SIZE_MAX;
-    int st = Z_OK;
-    size_t total = 0;
-    while (st == Z_OK) {  // the output wraps in out: only its count matters
-        z.next_out = out;
-        z.avail_out = (uInt)(cap < UINT32_MAX ? cap : UINT32_MAX);
-        st = inflate(&z, Z_NO_FLUSH);
-        total += (size_t)(z.next_out - out);
-        if (total >= cap)
-            break;
-    }
-    inflateEnd(&z);
-    return total >= cap ? cap : st == Z_STREAM_END ? total : SIZE_MAX;
-}
-
-// What one stored chunk (raw, n bytes) decodes to through the pipeline (filters f[0 .. nf), decoded from
-// the last), skipping the filters that mask names; SIZE_MAX when a decoder would fail. A chunk of `chunk`
-// bytes comes out of deflate 4 bytes longer for each fletcher32 that sums it before it is compressed
-// (below deflate in the pipeline), so deflate's output is counted up to that size and one byte more in
-// scratch (chunk + 4·nf + 1 bytes). (h5i_check_filters let through only orders where nothing but
-// fletcher32 is decoded before deflate, and fletcher32 only takes the last 4 bytes off: so deflate's input
-// is the raw chunk's first bytes.)
-static size_t decoded_size(const unsigned char *raw, size_t n, const H5Z_filter_t *f, int nf, unsigned mask,
-                           unsigned char *scratch, size_t chunk)
-{
-    size_t size = n, after = chunk;
-    for (int i = 0; i < nf && f[i] != H5Z_FILTER_DEFLATE; i++)
-        after += f[i] == H5Z_FILTER_FLETCHER32 && !(mask & (1u << i)) ? FLETCHER_LEN : 0;
-    for (int i = nf - 1; i >= 0 && size != SIZE_MAX; i--) {
-        if (mask & (1u << i))
-            continue;
-        if (f[i] == H5Z_FILTER_FLETCHER32)
-            size = size >= FLETCHER_LEN ? size - FLETCHER_LEN : SIZE_MAX;
-        else if (f[i] == H5Z_FILTER_DEFLATE)
-            size = inflated_size(raw, size, scratch, after + 1);
-    }
-    return size;
-}
-
-static char g_why[160];           // why the last check failed, for the reader's message
+static char g_why[160];           // why the last read failed, for the reader's message
 static int g_status = DS_ERR_INPUT;  // and whose fault: the file's, or the host's memory
 
 const char *h5i_xfer_why(void)
@@ -78,77 +35,232 @@ int h5i_xfer_status(void)
     return g_status;
 }
 
-// The check could not get n bytes: the machine's failure, not the file's (exit 1, not 3).
+// The read could not get n bytes: the machine's failure, not the file's (exit 1, not 3).
 static int out_of_memory(size_t n)
 {
     g_status = DS_ERR_RUNTIME;
-    snprintf(g_why, sizeof g_why, " (out of host memory: %zu bytes to check its compressed chunks)", n);
+    snprintf(g_why, sizeof g_why, " (out of host memory: %zu bytes to decode its compressed chunks)", n);
     return 0;
 }
 
-int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n)
+static int damaged(hsize_t row, const char *what)
+{
+    snprintf(g_why, sizeof g_why, " (the chunk at row %llu %s: damaged)", (unsigned long long)row, what);
+    return 0;
+}
+
+// HDF5's Fletcher-32 of n bytes: 16-bit big-endian words (an odd last byte the high half of one), both
+// sums folded every 360 words, before they could overflow.
+static uint32_t fletcher32(const unsigned char *p, size_t n)
+{
+    uint32_t s1 = 0, s2 = 0;
+    for (size_t words = n / 2; words > 0;) {
+        size_t len = words > 360 ? 360 : words;
+        words -= len;
+        for (; len > 0; len--, p += 2) {
+            s1 += (uint32_t)p[0] << 8 | p[1];
+            s2 += s1;
+        }
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    if (n % 2) {
+        s1 += (uint32_t)p[0] << 8;
+        s2 += s1;
+        s1 = (s1 & 0xffff) + (s1 >> 16);
+        s2 = (s2 & 0xffff) + (s2 >> 16);
+    }
+    s1 = (s1 & 0xffff) + (s1 >> 16);
+    s2 = (s2 & 0xffff) + (s2 >> 16);
+    return s2 << 16 | s1;
+}
+
+// A chunked dataset's pipeline and the buffers its reads reuse.
+typedef struct decoder {
+    int nf;
+    H5Z_filter_t f[MAX_FILTERS];
+    unsigned elsize;           // shuffle's element size (its one client value)
+    size_t chunk, cap;         // a decoded chunk's bytes; each of a and b holds chunk + 4·nf + 1
+    unsigned char *a, *b, *raw, *conv;
+    size_t raw_cap;
+} decoder;
+
+// Inflates src (n bytes, a whole zlib stream) into out (cap bytes); the bytes it gave, cap when it had
+// more to give, SIZE_MAX when src is not a whole stream.
+static size_t inflate_into(const unsigned char *src, size_t n, unsigned char *out, size_t cap)
+{
+    z_stream z = {.next_in = (Bytef *)src, .avail_in = (uInt)n, .next_out = out, .avail_out = (uInt)cap};
+    if (n > UINT32_MAX || cap > UINT32_MAX || inflateInit(&z) != Z_OK)
+        return SIZE_MAX;
+    const int st = inflate(&z, Z_FINISH);
+    const size_t got = (size_t)(z.next_out - out);
+    inflateEnd(&z);
+    return st == Z_STREAM_END ? got : got == cap ? cap : SIZE_MAX;
+}
+
+// Decodes one stored chunk (raw, n bytes, in d->raw) through the pipeline, skipping the filters that mask
+// names: 1 with *out at exactly d->chunk bytes, or 0 with g_why set.
+static int decode(decoder *d, unsigned mask, size_t n, hsize_t row, const unsigned char **out)
+{
+    unsigned char *cur = d->raw;
+    size_t size = n;
+    for (int i = d->nf - 1; i >= 0; i--) {
+        if (mask & (1u << i))
+            continue;
+        unsigned char *next = cur == d->a ? d->b : d->a;
+        if (d->f[i] == H5Z_FILTER_FLETCHER32) {
+            if (size < FLETCHER_LEN)
+                return damaged(row, "does not decode");
+            size -= FLETCHER_LEN;
+            const unsigned char *s = cur + size;
+            const uint32_t stored = (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+            const uint32_t sum = fletcher32(cur, size), old = (sum & 0x00ff00ffu) << 8 | (sum >> 8 & 0x00ff00ffu);
+            if (stored != sum && stored != old)
+                return damaged(row, "fails its fletcher32 checksum");
+        } else if (d->f[i] == H5Z_FILTER_DEFLATE) {
+            size = inflate_into(cur, size, next, d->cap);
+            if (size == SIZE_MAX)
+                return damaged(row, "does not decode");
+            cur = next;
+        } else if (d->f[i] == H5Z_FILTER_SHUFFLE && d->elsize > 1 && size / d->elsize > 1) {
+            const size_t es = d->elsize, count = size / es;
+            for (size_t j = 0; j < es; j++)
+                for (size_t e = 0; e < count; e++)
+                    next[e * es + j] = cur[j * count + e];
+            memcpy(next + count * es, cur + count * es, size - count * es);
+            cur = next;
+        }
+    }
+    if (size != d->chunk) {
+        char what[96];
+        snprintf(what, sizeof what, "decodes to %s%zu bytes where a chunk holds %zu", size > d->chunk ? "more than " : "",
+                 size > d->chunk ? d->chunk : size, d->chunk);
+        return damaged(row, what);
+    }
+    *out = cur;
+    return 1;
+}
+
+// Rows a .. b−1 of the decoded chunk at (r, q) (c0 × c1 values of ftype) into buf (rows from row0, width
+// values each, of mtype), its columns q .. qe−1.
+static int place(decoder *d, const unsigned char *dec, hid_t ftype, hid_t mtype, int same, const hsize_t at[2],
+                 hsize_t c1, hsize_t a, hsize_t b, hsize_t qe, hsize_t row0, hsize_t width, unsigned char *buf)
+{
+    const size_t fsize = H5Tget_size(ftype), msize = H5Tget_size(mtype), vals = (size_t)((b - a) * c1);
+    const unsigned char *src = dec + (size_t)((a - at[0]) * c1) * fsize;
+    if (!same) {
+        memcpy(d->conv, src, vals * fsize);
+        if (H5Tconvert(ftype, mtype, vals, d->conv, NULL, H5P_DEFAULT) < 0)
+            return damaged(at[0], "has values that do not convert");
+        src = d->conv;
+    }
+    for (hsize_t i = a; i < b; i++)
+        memcpy(buf + (size_t)((i - row0) * width + at[1]) * msize, src + (size_t)((i - a) * c1) * msize,
+               (size_t)(qe - at[1]) * msize);
+    return 1;
+}
+
+// Rows a .. b−1, columns q .. qe−1 of a chunk never written, by H5Dread (the fill value, nothing decoded).
+static int fill_unwritten(hid_t dset, int nd, hid_t mtype, hsize_t a, hsize_t b, hsize_t q, hsize_t qe, hsize_t row0,
+                          hsize_t n, hsize_t width, void *buf)
+{
+    hsize_t fstart[2] = {a, q}, mstart[2] = {a - row0, q}, count[2] = {b - a, qe - q}, mdims[2] = {n, width};
+    hid_t fs = H5Dget_space(dset), ms = H5Screate_simple(nd, mdims, NULL);
+    const int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, fstart, NULL, count, NULL) >= 0 &&
+                   H5Sselect_hyperslab(ms, H5S_SELECT_SET, mstart, NULL, count, NULL) >= 0 &&
+                   H5Dread(dset, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
+    h5i_close_space(ms);
+    h5i_close_space(fs);
+    return ok;
+}
+
+// The dataset's pipeline into d (0 when it cannot be read or is not what h5i_check_filters lets through).
+static int pipeline(hid_t dcpl, decoder *d)
+{
+    unsigned seen = 0;
+    for (int i = 0; i < d->nf; i++) {
+        unsigned fl = 0, cd[MAX_CD] = {0};
+        size_t ncd = MAX_CD;
+        d->f[i] = H5Pget_filter2(dcpl, (unsigned)i, &fl, &ncd, cd, 0, NULL, NULL);
+        if (d->f[i] < H5Z_FILTER_DEFLATE || d->f[i] > H5Z_FILTER_FLETCHER32 || (seen & (1u << d->f[i])))
+            return 0;
+        seen |= 1u << d->f[i];
+        if ((d->f[i] == H5Z_FILTER_SHUFFLE && (ncd != 1 || cd[0] == 0)) ||
+            (d->f[i] == H5Z_FILTER_DEFLATE && (ncd != 1 || cd[0] > 9)))
+            return 0;  // libhdf5 refuses them too
+        d->elsize = d->f[i] == H5Z_FILTER_SHUFFLE ? cd[0] : d->elsize;
+    }
+    return 1;
+}
+
+int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype, void *buf)
 {
     g_why[0] = '\0';
     g_status = DS_ERR_INPUT;
-    hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
+    decoder d = {0};
+    hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), ftype = H5Dget_type(dset);
     hsize_t c[H5S_MAX_RANK] = {1, 1}, dims[H5S_MAX_RANK] = {1, 1};
-    const int nf = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
-    const int nd = nf > 0 ? H5Pget_chunk(dcpl, H5S_MAX_RANK, c) : 0;
-    const int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
-    unsigned opts = 0;  // partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)
-    H5Z_filter_t f[MAX_FILTERS];
-    int ok = dcpl >= 0 && nf <= MAX_FILTERS && (nf == 0 || H5Pget_chunk_opts(dcpl, &opts) >= 0);
-    for (int i = 0; ok && i < nf; i++) {
-        unsigned fl = 0, cd[MAX_CD];
-        size_t ncd = MAX_CD;
-        f[i] = H5Pget_filter2(dcpl, (unsigned)i, &fl, &ncd, cd, 0, NULL, NULL);
+    d.nf = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
+    if (d.nf == 0) {  // not chunked, or no filters: libhdf5 reads it
+        h5i_close_plist(dcpl);
+        h5i_close_space(sp);
+        h5i_close_type(ftype);
+        return dcpl >= 0 ? -1 : 0;
     }
-    const size_t chunk = (size_t)(t >= 0 ? H5Tget_size(t) : 0) * (size_t)c[0] * (size_t)c[1];
-    h5i_close_type(t);
-    h5i_close_space(sp);
-    h5i_close_plist(dcpl);
-    if (nf == 0 || !ok)
-        return ok;  // not chunked, or no filters: nothing to decode
-    if (nd != rank || nd > 2 || c[0] == 0 || c[1] == 0 || chunk == 0)
-        return 0;
-    unsigned char *scratch = malloc(chunk + FLETCHER_LEN * MAX_FILTERS + 1), *raw = NULL;
-    size_t raw_cap = 0;
-    if (!scratch)
-        return out_of_memory(chunk + FLETCHER_LEN * MAX_FILTERS + 1);
-    const hsize_t cols = nd == 2 ? dims[1] : 1, ccols = nd == 2 ? c[1] : 1;
-    for (hsize_t r = (hsize_t)row0 / c[0] * c[0]; ok && r < (hsize_t)(row0 + n); r += c[0])
-        for (hsize_t q = 0; ok && q < cols; q += ccols) {
-            hsize_t at[2] = {r, q}, size = 0;
+    const int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, c), rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+    unsigned opts = 0;  // partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)
+    int ok = d.nf > 0 && d.nf <= MAX_FILTERS && H5Pget_chunk_opts(dcpl, &opts) >= 0 && pipeline(dcpl, &d) &&
+             nd == rank && (nd == 1 || nd == 2) && c[0] > 0 && c[1] > 0 && ftype >= 0;
+    const size_t fsize = ok ? H5Tget_size(ftype) : 0, msize = H5Tget_size(mtype);
+    const int same = ok && H5Tequal(ftype, mtype) > 0;
+    const hsize_t c1 = nd == 2 ? c[1] : 1, width = cols ? cols : 1;
+    d.chunk = fsize * (size_t)c[0] * (size_t)c1;
+    d.cap = d.chunk + FLETCHER_LEN * MAX_FILTERS + 1;
+    const size_t conv = (size_t)c[0] * (size_t)c1 * (fsize > msize ? fsize : msize);
+    ok = ok && d.chunk > 0;
+    if (!ok)
+        snprintf(g_why, sizeof g_why, " (its filters or chunks cannot be read: damaged)");
+    else if (!(d.a = malloc(d.cap)) || !(d.b = malloc(d.cap)) || (!same && !(d.conv = malloc(conv))))
+        ok = out_of_memory(2 * d.cap + conv);
+    for (hsize_t r = row0 / c[0] * c[0]; ok && r < row0 + n; r += c[0])
+        for (hsize_t q = 0; ok && q < width; q += c1) {
+            const hsize_t at[2] = {r, q}, a = r > row0 ? r : row0, b = r + c[0] < row0 + n ? r + c[0] : row0 + n;
+            const hsize_t qe = q + c1 < width ? q + c1 : width;
+            hsize_t size = 0;
             haddr_t addr = HADDR_UNDEF;
             unsigned mask = 0;
-            ok = H5Dget_chunk_info_by_coord(dset, at, &mask, &addr, &size) >= 0;
-            if (!ok || addr == HADDR_UNDEF)
-                continue;  // a chunk never written reads as the fill value, with no decoding
-            if (size > raw_cap) {
-                unsigned char *more = realloc(raw, size);
-                ok = more != NULL || out_of_memory((size_t)size);
-                raw = ok ? more : raw, raw_cap = ok ? size : raw_cap;
-            }
             uint32_t got_mask = 0;
-            ok = ok && H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, raw) >= 0;
-            // an edge chunk kept unfiltered must be stored whole: HDF5 copies a chunk's size out of it
-            const int raw_edge = (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
-                                 (r + c[0] > dims[0] || (nd == 2 && q + ccols > cols));
-            const size_t out = !ok ? 0 : raw_edge ? (size_t)size
-                                                  : decoded_size(raw, (size_t)size, f, nf, got_mask, scratch, chunk);
-            if (ok && out != chunk) {
-                ok = 0;
-                if (out == SIZE_MAX)
-                    snprintf(g_why, sizeof g_why, " (the chunk at row %llu does not decode: damaged)",
-                             (unsigned long long)r);
-                else
-                    snprintf(g_why, sizeof g_why, " (the chunk at row %llu decodes to %s%zu bytes where a chunk "
-                             "holds %zu: damaged)", (unsigned long long)r, out > chunk ? "more than " : "",
-                             out > chunk ? chunk : out, chunk);
+            ok = H5Dget_chunk_info_by_coord(dset, at, &mask, &addr, &size) >= 0;
+            if (ok && addr == HADDR_UNDEF) {
+                ok = fill_unwritten(dset, nd, mtype, a, b, q, qe, row0, n, width, buf);
+                continue;
             }
+            if (ok && size > d.raw_cap) {
+                unsigned char *more = realloc(d.raw, size);
+                ok = more != NULL || out_of_memory((size_t)size);
+                d.raw = ok ? more : d.raw, d.raw_cap = ok ? size : d.raw_cap;
+            }
+            ok = ok && H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, d.raw) >= 0;
+            const unsigned char *dec = d.raw;
+            // an edge chunk kept unfiltered is stored whole: HDF5 copies a chunk's size out of it
+            const int raw_edge = (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) &&
+                                 (r + c[0] > dims[0] || (nd == 2 && q + c1 > dims[1]));
+            if (ok && raw_edge && size != d.chunk) {
+                char what[96];
+                snprintf(what, sizeof what, "decodes to %llu bytes where a chunk holds %zu", (unsigned long long)size,
+                         d.chunk);
+                ok = damaged(r, what);
+            }
+            ok = ok && (raw_edge || decode(&d, got_mask, (size_t)size, r, &dec));
+            ok = ok && place(&d, dec, ftype, mtype, same, at, c1, a, b, qe, row0, width, buf);
         }
-    free(raw);
-    free(scratch);
+    free(d.a);
+    free(d.b);
+    free(d.raw);
+    free(d.conv);
+    h5i_close_plist(dcpl);
+    h5i_close_space(sp);
+    h5i_close_type(ftype);
     return ok;
 }
 
@@ -173,6 +285,12 @@ int h5i_check_filters(hid_t dcpl, const char *path, const char *name, ds_msg *ms
         if (seen & (1u << f))
             return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: filter %d appears twice in its pipeline (damaged)",
                            path, name, (int)f);
+        if (f == H5Z_FILTER_SHUFFLE && (ncd != 1 || cd[0] == 0))
+            return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its shuffle filter has no element size (damaged)", path,
+                           name);
+        if (f == H5Z_FILTER_DEFLATE && (ncd != 1 || cd[0] > 9))  // the level, 0 to 9 (libhdf5 checks it to decode)
+            return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its gzip filter has no level from 0 to 9 (damaged)", path,
+                           name);
         seen |= 1u << f;
         at_deflate = f == H5Z_FILTER_DEFLATE ? i : at_deflate;
         at_shuffle = f == H5Z_FILTER_SHUFFLE ? i : at_shuffle;

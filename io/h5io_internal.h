@@ -4,7 +4,7 @@
 //           h5i_write_why, h5i_close_file, h5i_norm_name, h5i_walk_links, h5i_xfer_rows, h5i_check_range,
 //           h5i_open_ro, h5i_open_ro_bulk, h5i_open_dataset, h5i_keep, h5i_open_float_dataset, h5i_check_shape, h5i_read_float_rows,
 //           h5i_create_dataset, h5i_chunk_shape, h5i_check_storage,
-//           h5i_standard_type, h5i_filters_check_rows, h5i_xfer_why, h5i_xfer_status, h5i_check_filters, h5i_guard,
+//           h5i_standard_type, h5i_filters_read_rows, h5i_xfer_why, h5i_xfer_status, h5i_check_filters, h5i_guard,
 //           GUARD_*
 #ifndef DS_H5IO_INTERNAL_H
 #define DS_H5IO_INTERNAL_H
@@ -61,13 +61,14 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
 // 1 when t is a standard number type: IEEE float32/64 or an 8- to 64-bit integer, either byte order
 // (not one with odd precision, offset or padding bits). h5io_storage.c.
 int h5i_standard_type(hid_t t);
-// h5io_filters.c: 1 when every stored chunk of dset in rows row0 .. row0+n−1 decodes to exactly one chunk
-// through its filters (always for data without filters), else 0 and nothing may be read; and the probe's
-// refusal (DS_ERR_INPUT) of filters other than deflate, shuffle and fletcher32, of one listed twice, or of
-// shuffle after deflate.
-int h5i_filters_check_rows(hid_t dset, int64_t row0, int64_t n);
-// After a failed h5i_xfer_rows: " (why)" when those checks refused it, else "" (for the reader's message);
-// and the failure's status: DS_ERR_RUNTIME when the check ran out of memory, else DS_ERR_INPUT.
+// h5io_filters.c: reads rows row0 .. row0+n−1 (cols wide; 1-D when 0) of a filtered dataset into buf as
+// mtype, each stored chunk decoded once there: 1 when read, 0 when refused (h5i_xfer_why and
+// h5i_xfer_status say why), −1 when dset has no filters (H5Dread reads it); and the probe's refusal
+// (DS_ERR_INPUT) of filters other than deflate, shuffle and fletcher32, of one listed twice, of shuffle
+// after deflate, or of shuffle or gzip without their parameter (element size, level 0-9).
+int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype, void *buf);
+// After a failed h5i_xfer_rows: " (why)" when the decoding refused it, else "" (for the reader's message);
+// and the failure's status: DS_ERR_RUNTIME when the decoding ran out of memory, else DS_ERR_INPUT.
 const char *h5i_xfer_why(void);
 int h5i_xfer_status(void);
 int h5i_check_filters(hid_t dcpl, const char *path, const char *name, ds_msg *msg);

@@ -1,9 +1,11 @@
 // test_h5filters.c: io/h5io_filters.c against compressed files written here with the C API (what h5py
 // cannot make): every legitimate pipeline of gzip, shuffle and fletcher32 (in h5py's order, and fletcher32
 // before deflate as C and netCDF writers may put it; partial edge chunks stored unfiltered) reads back
-// exactly what was written; a chunk written raw that inflates short or long, an unfiltered edge chunk
-// stored short, and another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why; a check
-// that cannot get the memory to decode a chunk is DS_ERR_RUNTIME (exit 1), not the file's fault.
+// exactly what was written, also from rows that cut chunks, from big-endian f32 read as f64 and f32, with
+// chunks never written (the fill value), and with the checksum of HDF5 1.6.2 and before; a chunk written
+// raw that inflates short or long, an unfiltered edge chunk stored short, a chunk whose checksum fails, and
+// another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why; a read that cannot get the
+// memory to decode a chunk is DS_ERR_RUNTIME (exit 1), not the file's fault.
 // Runs on rank 0; other ranks only take part in the verdict.
 #include <hdf5.h>  // provides: the raw HDF5 API, to write the files
 #include <stdio.h>
@@ -18,11 +20,12 @@
 #include "harness.h"
 
 enum { ROWS = 100, COLS = 37, CR = 64, CC = 16 };
-enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32 };
+enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32, F32BE = 64, HALF = 128 };
 
 static double X[ROWS][COLS], Y[ROWS];
 
-// path with /X (ROWS × COLS f64, chunks CR × CC, the filters flags names, in that order) and /y.
+// path with /X (ROWS × COLS f64, or f32 big-endian with F32BE; chunks CR × CC, the filters flags names, in
+// that order; only its first CR rows written with HALF) and /y.
 static const char *make(const char *name, unsigned flags)
 {
     static char path[512];
@@ -45,8 +48,13 @@ static const char *make(const char *name, unsigned flags)
     if (flags & RAW_EDGES)
         H5Pset_chunk_opts(dcpl, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS);
     hid_t xs = H5Screate_simple(2, dims, NULL), ys = H5Screate_simple(1, &n, NULL);
-    hid_t d = H5Dcreate2(f, "X", H5T_IEEE_F64LE, xs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, X) >= 0, "%s: write X", name);
+    hid_t d = H5Dcreate2(f, "X", flags & F32BE ? H5T_IEEE_F32BE : H5T_IEEE_F64LE, xs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hsize_t first[2] = {CR, COLS}, zero[2] = {0, 0};
+    hid_t ms = H5Screate_simple(2, flags & HALF ? first : dims, NULL);
+    if (flags & HALF)
+        H5Sselect_hyperslab(xs, H5S_SELECT_SET, zero, NULL, first, NULL);
+    CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, xs, H5P_DEFAULT, X) >= 0, "%s: write X", name);
+    H5Sclose(ms);
     H5Dclose(d);
     d = H5Dcreate2(f, "y", H5T_IEEE_F64LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, Y) >= 0, "%s: write y", name);
@@ -57,6 +65,19 @@ static const char *make(const char *name, unsigned flags)
     H5Pclose(fapl);
     H5Fclose(f);
     return path;
+}
+
+// The stored chunk of /X at (r, c), raw, into raw (cap bytes); its size.
+static size_t get_chunk(const char *path, hsize_t r, hsize_t c, unsigned char *raw, size_t cap)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = H5Dopen2(f, "X", H5P_DEFAULT);
+    hsize_t at[2] = {r, c}, size = 0;
+    uint32_t mask = 0;
+    CHECK(H5Dget_chunk_storage_size(d, at, &size) >= 0 && size <= cap && H5Dread_chunk(d, H5P_DEFAULT, at, &mask, raw) >= 0,
+          "%s: read the chunk at %llu, %llu", path, (unsigned long long)r, (unsigned long long)c);
+    H5Dclose(d);
+    H5Fclose(f);
+    return (size_t)size;
 }
 
 // Replaces the stored chunk of /X at (r, c) by raw bytes (no filters run), mask 0.
@@ -70,14 +91,30 @@ static void put_chunk(const char *path, hsize_t r, hsize_t c, const void *raw, s
     H5Fclose(f);
 }
 
+// Rows row0 .. row0+n−1 of p's /X read as f64 (and as f32 when f32) equal what was written (X, rounded to
+// float when the file keeps f32; zero past row `written`, the fill value of chunks never written).
+static void read_back(const char *name, const char *p, int64_t row0, int64_t n, int f32, int64_t written)
+{
+    static double got[ROWS][COLS], gy[ROWS];
+    static float gotf[ROWS][COLS];
+    for (int as_f32 = 0; as_f32 <= f32; as_f32++) {
+        ds_msg m = {{0}};
+        int rc = h5io_read_lsq_rows(p, "X", "y", row0, n, COLS, as_f32, as_f32 ? (void *)gotf : (void *)got, gy, NULL, &m);
+        CHECK(rc == DS_OK, "%s: rc %d: %s", name, rc, m.text);
+        int bad = 0;
+        for (int64_t i = 0; rc == DS_OK && i < n; i++)
+            for (int j = 0; j < COLS; j++) {
+                double want = row0 + i < written ? X[row0 + i][j] : 0, v = as_f32 ? gotf[i][j] : got[i][j];
+                bad += f32 ? v != (double)(float)want : v != want;
+            }
+        CHECK(bad == 0 && (rc != DS_OK || gy[0] == Y[row0]), "%s: %d values read back as %s differ", name, bad,
+              as_f32 ? "f32" : "f64");
+    }
+}
+
 static void expect_same(const char *name, unsigned flags)
 {
-    const char *p = make(name, flags);
-    static double got[ROWS][COLS], gy[ROWS];
-    ds_msg m = {{0}};
-    int rc = h5io_read_lsq_rows(p, "X", "y", 0, ROWS, COLS, 0, got, gy, NULL, &m);
-    CHECK(rc == DS_OK, "%s: rc %d: %s", name, rc, m.text);
-    CHECK(rc != DS_OK || memcmp(got, X, sizeof X) == 0, "%s: X read back differs", name);
+    read_back(name, make(name, flags), 0, ROWS, 0, ROWS);
 }
 
 static void expect_refused(const char *name, const char *p, const char *want)
@@ -184,9 +221,27 @@ int main(int argc, char **argv)
         expect_same("shuffle alone", SHUF);
         expect_same("fletcher32 alone", SUM_LAST);
         expect_same("edge chunks unfiltered", SHUF | GZIP | RAW_EDGES);
+        read_back("rows 10 to 89 (cutting chunks)", make("cut.h5", SHUF | GZIP | SUM_LAST), 10, 80, 0, ROWS);
+        read_back("rows 70 to 99 of unfiltered edges", make("cutedge.h5", SHUF | GZIP | RAW_EDGES), 70, 30, 0, ROWS);
+        read_back("f32 big-endian, shuffle gzip", make("f32be.h5", F32BE | SHUF | GZIP), 0, ROWS, 1, ROWS);
+        read_back("chunks never written", make("half.h5", SHUF | GZIP | HALF), 0, ROWS, 0, CR);
+
+        // the checksum as HDF5 1.6.2 and before wrote it (each 16-bit half byte-swapped) reads; a changed
+        // byte does not
+        static unsigned char sum[CR * CC * 8 + 64];
+        const char *ps = make("oldsum.h5", SHUF | GZIP | SUM_LAST);
+        size_t len = get_chunk(ps, 0, 0, sum, sizeof sum);
+        unsigned char t = sum[len - 4];
+        sum[len - 4] = sum[len - 3], sum[len - 3] = t;
+        t = sum[len - 2];
+        sum[len - 2] = sum[len - 1], sum[len - 1] = t;
+        put_chunk(ps, 0, 0, sum, len);
+        read_back("the checksum of HDF5 1.6.2", ps, 0, ROWS, 0, ROWS);
+        sum[len / 2] ^= 0x10;
+        put_chunk(ps, 0, 0, sum, len);
+        expect_refused("a changed byte under fletcher32", ps, "the chunk at row 0 fails its fletcher32 checksum");
 
         const char *p = make("short.h5", GZIP);
-        size_t len;
         void *z = zbytes(48, 1, &len);
         put_chunk(p, 0, 16, z, len);
         free(z);

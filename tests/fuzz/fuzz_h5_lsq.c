@@ -1,6 +1,7 @@
 // fuzz_h5_lsq.c: libFuzzer harness for the least-squares input of `dsolve solve`, `dsolve ann` (regression)
 // and `dsolve predict` (io/h5io.c): h5io_probe_lsq with and without y, h5io_read_lsq_rows as one rank
-// (all rows, stored precision) and as the second of two (the other precision), and the optional
+// (all rows, stored precision) and as the second of two (the other precision), each accepted read equal to
+// libhdf5's own (fuzz_same_as_hdf5: the check of dsolve's decoding of compressed chunks), and the optional
 // /a_true reference (h5io_has_dataset, h5io_read_vector). The input is the HDF5 file, datasets /X and /y.
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,8 +15,13 @@ static void read_rows(const char *path, const char *yname, const h5io_lsq_info *
     void *X = fuzz_alloc(path, "X", n, info->cols, x_f32 ? sizeof(float) : sizeof(double));
     double *y = fuzz_alloc(path, "y", n, 1, sizeof(double));
     ds_msg msg = {{0}};
-    fuzz_expect(h5io_read_lsq_rows(path, "X", yname, row0, n, info->cols, x_f32, X, yname ? y : NULL, NULL, &msg), &msg,
-                "h5io_read_lsq_rows");
+    int rc = h5io_read_lsq_rows(path, "X", yname, row0, n, info->cols, x_f32, X, yname ? y : NULL, NULL, &msg);
+    fuzz_expect(rc, &msg, "h5io_read_lsq_rows");
+    if (rc == DS_OK) {
+        fuzz_same_as_hdf5(path, "X", row0, n, info->cols, x_f32, X);
+        if (yname)
+            fuzz_same_as_hdf5(path, yname, row0, n, 0, 0, y);
+    }
     free(y);
     free(X);
 }

@@ -116,3 +116,29 @@ void *fuzz_alloc(const char *path, const char *what, int64_t rows, int64_t width
     DS_ASSERT(p);
     return p;
 }
+
+void fuzz_same_as_hdf5(const char *path, const char *name, int64_t row0, int64_t n, int64_t cols, int f32,
+                       const void *got)
+{
+    const size_t bytes = (size_t)n * (size_t)(cols ? cols : 1) * (f32 ? sizeof(float) : sizeof(double));
+    if (n <= 0)
+        return;
+    void *want = malloc(bytes);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), d = f >= 0 ? H5Dopen2(f, name, H5P_DEFAULT) : -1;
+    hid_t fs = d >= 0 ? H5Dget_space(d) : -1;
+    hsize_t start[2] = {(hsize_t)row0, 0}, count[2] = {(hsize_t)n, (hsize_t)cols};
+    hid_t ms = H5Screate_simple(cols ? 2 : 1, count, NULL);
+    int ok = want && fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+             H5Dread(d, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, want) >= 0;
+    if (!ok || memcmp(want, got, bytes) != 0) {
+        fprintf(stderr, "fuzz: %s: dataset %s rows %lld..%lld as %s: %s\n", path, name, (long long)row0,
+                (long long)(row0 + n - 1), f32 ? "f32" : "f64",
+                ok ? "the reader's values differ from libhdf5's" : "accepted by the reader, refused by libhdf5");
+        abort();
+    }
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(want);
+}

@@ -1,6 +1,6 @@
 // fuzz_util.h: what the libFuzzer harnesses of tests/fuzz share: a per-process scratch folder that
 // the fuzz input is written into (the io/ readers take paths), and the verdict on a reader's status.
-// provides: fuzz_dir, fuzz_path, fuzz_write, fuzz_expect, fuzz_alloc, FUZZ_MAX_BYTES
+// provides: fuzz_dir, fuzz_path, fuzz_write, fuzz_expect, fuzz_alloc, fuzz_same_as_hdf5, FUZZ_MAX_BYTES
 #ifndef DS_FUZZ_UTIL_H
 #define DS_FUZZ_UTIL_H
 
@@ -31,5 +31,12 @@ void fuzz_expect(int rc, const ds_msg *msg, const char *call);
 // A buffer of rows × width × elsize bytes (at least 1) for a reader to fill, sized by what a probe
 // accepted: past FUZZ_MAX_BYTES it aborts, naming path and what, since the probe should have refused.
 void *fuzz_alloc(const char *path, const char *what, int64_t rows, int64_t width, size_t elsize);
+
+// The differential check of the readers' own decoding of compressed chunks (io/h5io_filters.c): rows
+// row0 .. row0+n−1 of dataset name (cols wide, 1-D when 0) that a reader accepted into got (f32 or f64)
+// must equal, bit for bit, what libhdf5's H5Dread makes of the same file; else it aborts, naming them.
+// Once the reader has accepted every chunk, libhdf5's decoders see only chunks of the right sizes.
+void fuzz_same_as_hdf5(const char *path, const char *name, int64_t row0, int64_t n, int64_t cols, int f32,
+                       const void *got);
 
 #endif
