@@ -167,9 +167,11 @@ fuzz_on() {
         fi
         where=$(classify "$log")
         unit=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
-        if [[ $where == hdf5* && ${DSOLVE_FUZZ_STRICT:-0} != 1 && -n $unit && -e $unit ]]; then
+        # (workers that hit the same input write the same file: the first to get here moves it)
+        if [[ $where == hdf5* && ${DSOLVE_FUZZ_STRICT:-0} != 1 && -n $unit ]] &&
+            { [ -e "$unit" ] || [ -e "$dir/hdf5/$(basename "$unit")" ]; }; then
             hdf5=$((hdf5 + 1))
-            mv "$unit" "$dir/hdf5/"
+            mv -f "$unit" "$dir/hdf5/" 2>/dev/null || true
             { echo "=== $(basename "$unit"): ${where#hdf5 }"; grep -v '^#[0-9]' "$log"; } >>"$dir/hdf5/log"
             continue
         fi
