@@ -5,8 +5,9 @@
 // residual.cu adds in a fixed order, so results are bit-identical run to run on the same device.
 //   rows in registers (f64, nc ≤ 1 024): a warp holds a whole row, K doubles a lane, so one set of loads
 //          serves both products; the warp's column sums stay in registers until the end;
-//   rows a CTA (f64, 1 024 < nc ≤ 4 096; DSOLVE_CERT_PLAN=cta only: not yet run on a GPU): the same
-//          with the CTA's 4 warps sharing a row;
+//   rows a CTA (f64, 1 024 < nc ≤ 4 096): the same with the CTA's 4 warps sharing a row (on an H100,
+//          2026-11-26: the check of 200 000 × 1 500 in 0.96 ms against the chunks' 1.78, of 200 000 × 3 000
+//          in 1.78 against 3.66 ms, docs/performance.md);
 //   row chunks (f32, and wider, up to what 48 KB of shared memory holds): a CTA updates e on 8 rows, then its
 //          threads add their columns over those rows while they are still in L1 or L2.
 // provides: ds_k_grad_once_parts, ds_k_grad_once
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(kRcThreads)
 // faster on an H100 (0.33 against 0.60 ms for 100 000 × 1 000), for f64 the registers (0.33 against 0.55).
 bool use_regs(int64_t nc, int f32, int plan)
 {
-    return !f32 && ((plan == DS_CERT_AUTO && nc <= kRrMaxCols) || (plan == DS_CERT_CTA && nc <= kRwMaxCols));
+    return !f32 && (plan == DS_CERT_AUTO || plan == DS_CERT_CTA) && nc <= kRwMaxCols;
 }
 
 template <typename T, int K>

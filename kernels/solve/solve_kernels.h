@@ -27,9 +27,9 @@ size_t ds_k_grad_update_scratch(int64_t rows, int64_t up_n, int64_t gr_n, int ns
 //   e −= X[:, up0 .. up0+up_n) · coef;  gout[0 .. gr_n) = X[:, gr0 .. gr0+gr_n)ᵀ e;  gout[gr_n] = eᵀe.
 // scratch holds ds_k_grad_update_scratch(...) doubles. Deterministic: the same inputs give the same
 // bits on the same device. A wide slab both updated and read (up = gr) is read once from memory
-// (residual_once.cu) as plan says: DS_CERT_AUTO (rows in registers for f64 up to 1 024 columns, else
-// row chunks), DS_CERT_CHUNKS (row chunks), DS_CERT_TWO_PASS (read twice, the earlier plan; kept for
-// comparison), DS_CERT_CTA (as AUTO, and a row a CTA for f64 up to 4 096 columns: not yet run on a GPU).
+// (residual_once.cu) as plan says: DS_CERT_AUTO (rows in registers for f64: a row a warp up to 1 024
+// columns, a row a CTA up to 4 096; else row chunks), DS_CERT_CHUNKS (row chunks), DS_CERT_TWO_PASS (read
+// twice, the earlier plan; kept for comparison), DS_CERT_CTA (the same as AUTO since 2026-11-26).
 enum { DS_CERT_AUTO = 0, DS_CERT_CHUNKS = 1, DS_CERT_TWO_PASS = 2, DS_CERT_CTA = 3 };
 cudaError_t ds_k_grad_update(const void *X, int f32, int64_t rows, int64_t cols, double *e,
                              int64_t up0, int64_t up_n, const double *coef, int64_t gr0, int64_t gr_n,
