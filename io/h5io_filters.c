@@ -89,17 +89,32 @@ typedef struct decoder {
 // more to give, SIZE_MAX when src is not a whole stream.
 static size_t inflate_into(const unsigned char *src, size_t n, unsigned char *out, size_t cap)
 {
-    z_stream z = {.next_in = (Bytef *)src, .avail_in = (uInt)n, .next_out = out, .avail_out = (uInt)cap};
-    if (n > UINT32_MAX || cap > UINT32_MAX || inflateInit(&z) != Z_OK)
+    z_stream z = {.next_in = (Bytef *)src, .avail_in = (uInt)n, .next_out = out};
+    if (n > UINT32_MAX || inflateInit(&z) != Z_OK)
         return SIZE_MAX;
-    const int st = inflate(&z, Z_FINISH);
-    const size_t got = (size_t)(z.next_out - out);
+    int st = Z_OK;
+    size_t got = 0;
+    while (st == Z_OK && got < cap) {  // zlib counts in 32 bits: a chunk near 4 GiB takes two calls
+        const size_t room = cap - got;
+        z.avail_out = (uInt)(room < UINT32_MAX ? room : UINT32_MAX);
+        st = inflate(&z, Z_NO_FLUSH);
+        got = (size_t)(z.next_out - out);
+    }
     inflateEnd(&z);
     return st == Z_STREAM_END ? got : got == cap ? cap : SIZE_MAX;
 }
 
+static int wrong_size(hsize_t row, size_t size, size_t chunk)
+{
+    char what[96];
+    snprintf(what, sizeof what, "decodes to %s%zu bytes where a chunk holds %zu", size > chunk ? "more than " : "",
+             size > chunk ? chunk : size, chunk);
+    return damaged(row, what);
+}
+
 // Decodes one stored chunk (raw, n bytes, in d->raw) through the pipeline, skipping the filters that mask
-// names: 1 with *out at exactly d->chunk bytes, or 0 with g_why set.
+// names: 1 with *out at exactly d->chunk bytes, or 0 with g_why set. A stage that writes (deflate, shuffle)
+// writes at most d->cap bytes: a chunk too long for that cannot come out at a chunk's size.
 static int decode(decoder *d, unsigned mask, size_t n, hsize_t row, const unsigned char **out)
 {
     unsigned char *cur = d->raw;
@@ -122,6 +137,8 @@ static int decode(decoder *d, unsigned mask, size_t n, hsize_t row, const unsign
             if (size == SIZE_MAX)
                 return damaged(row, "does not decode");
             cur = next;
+        } else if (d->f[i] == H5Z_FILTER_SHUFFLE && size >= d->cap) {
+            return wrong_size(row, size, d->chunk);
         } else if (d->f[i] == H5Z_FILTER_SHUFFLE && d->elsize > 1 && size / d->elsize > 1) {
             const size_t es = d->elsize, count = size / es;
             for (size_t j = 0; j < es; j++)
@@ -131,12 +148,8 @@ static int decode(decoder *d, unsigned mask, size_t n, hsize_t row, const unsign
             cur = next;
         }
     }
-    if (size != d->chunk) {
-        char what[96];
-        snprintf(what, sizeof what, "decodes to %s%zu bytes where a chunk holds %zu", size > d->chunk ? "more than " : "",
-                 size > d->chunk ? d->chunk : size, d->chunk);
-        return damaged(row, what);
-    }
+    if (size != d->chunk)
+        return wrong_size(row, size, d->chunk);
     *out = cur;
     return 1;
 }

@@ -256,6 +256,11 @@ int main(int argc, char **argv)
         static const unsigned char raw[100];
         put_chunk(p, 64, 32, raw, sizeof raw);
         expect_refused("an unfiltered edge chunk stored short", p, "the chunk at row 64 decodes to 100 bytes");
+        // shuffle alone writes what the file stored: one stored longer than its buffers is refused first
+        p = make("shuflong.h5", SHUF);
+        static unsigned char longraw[CR * CC * 8 + 4096];
+        put_chunk(p, 0, 0, longraw, sizeof longraw);
+        expect_refused("a shuffled chunk stored long", p, "the chunk at row 0 decodes to more than 8192 bytes");
         expect_refused("scale-offset", make("so.h5", SCALEOFFSET), "stored with HDF5 filter 6");
         expect_out_of_memory();
         test_tmp_remove();
