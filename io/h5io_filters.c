@@ -8,8 +8,9 @@
 // filter (its filter mask honoured): fletcher32 verified as HDF5 does (the sum of 1.6.2 and before
 // accepted too) and taken off, deflate inflated (zlib), shuffle undone; what comes out must be exactly one
 // chunk (an edge chunk that the dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, is stored
-// whole), then converted to the memory type (H5Tconvert) and copied into place. A chunk never written is
-// left to H5Dread, which fills it without decoding anything. Filters other than these three are refused
+// whole), then converted to the memory type (H5Tconvert) and copied into place. A chunk never written
+// reads as the fill value (and is refused where the dataset defines none: libhdf5 would leave the memory
+// as it was). Filters other than these three are refused
 // by the probe (h5i_check_filters), as is a filter listed twice. Tests: tests/test_h5filters.c.
 // provides: h5i_check_filters, h5i_filters_read_rows, h5i_xfer_why, h5i_xfer_status
 #include <stdint.h>
@@ -173,18 +174,25 @@ static int place(decoder *d, const unsigned char *dec, hid_t ftype, hid_t mtype,
     return 1;
 }
 
-// Rows a .. b−1, columns q .. qe−1 of a chunk never written, by H5Dread (the fill value, nothing decoded).
-static int fill_unwritten(hid_t dset, int nd, hid_t mtype, hsize_t a, hsize_t b, hsize_t q, hsize_t qe, hsize_t row0,
-                          hsize_t n, hsize_t width, void *buf)
+// What a chunk never written reads as, in mtype, into fill (its size): the fill value (zeros by default),
+// 1; or 0 where libhdf5 would leave the caller's memory as it was (fill time "never", or no fill value):
+// such values are undefined, and dsolve refuses them rather than read garbage.
+static int fill_value(hid_t dcpl, hid_t mtype, unsigned char *fill)
 {
-    hsize_t fstart[2] = {a, q}, mstart[2] = {a - row0, q}, count[2] = {b - a, qe - q}, mdims[2] = {n, width};
-    hid_t fs = H5Dget_space(dset), ms = H5Screate_simple(nd, mdims, NULL);
-    const int ok = fs >= 0 && ms >= 0 && H5Sselect_hyperslab(fs, H5S_SELECT_SET, fstart, NULL, count, NULL) >= 0 &&
-                   H5Sselect_hyperslab(ms, H5S_SELECT_SET, mstart, NULL, count, NULL) >= 0 &&
-                   H5Dread(dset, mtype, ms, fs, H5P_DEFAULT, buf) >= 0;
-    h5i_close_space(ms);
-    h5i_close_space(fs);
-    return ok;
+    H5D_fill_value_t status = H5D_FILL_VALUE_ERROR;
+    H5D_fill_time_t when = H5D_FILL_TIME_ERROR;
+    return H5Pfill_value_defined(dcpl, &status) >= 0 && H5Pget_fill_time(dcpl, &when) >= 0 &&
+           when != H5D_FILL_TIME_NEVER && (status == H5D_FILL_VALUE_DEFAULT || status == H5D_FILL_VALUE_USER_DEFINED) &&
+           H5Pget_fill_value(dcpl, mtype, fill) >= 0;
+}
+
+// Rows a .. b−1, columns q .. qe−1 of buf (rows from row0, width values of msize each) set to fill.
+static void put_fill(unsigned char *buf, const unsigned char *fill, size_t msize, hsize_t a, hsize_t b, hsize_t q,
+                     hsize_t qe, hsize_t row0, hsize_t width)
+{
+    for (hsize_t i = a; i < b; i++)
+        for (hsize_t j = q; j < qe; j++)
+            memcpy(buf + (size_t)((i - row0) * width + j) * msize, fill, msize);
 }
 
 // The dataset's pipeline into d (0 when it cannot be read or is not what h5i_check_filters lets through).
@@ -226,6 +234,8 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
              nd == rank && (nd == 1 || nd == 2) && c[0] > 0 && c[1] > 0 && ftype >= 0;
     const size_t fsize = ok ? H5Tget_size(ftype) : 0, msize = H5Tget_size(mtype);
     const int same = ok && H5Tequal(ftype, mtype) > 0;
+    unsigned char fill[64] = {0};  // msize ≤ 8: the readers' memory types are numbers
+    const int have_fill = ok && msize <= sizeof fill && fill_value(dcpl, mtype, fill);
     const hsize_t c1 = nd == 2 ? c[1] : 1, width = cols ? cols : 1;
     d.chunk = fsize * (size_t)c[0] * (size_t)c1;
     d.cap = d.chunk + FLETCHER_LEN * MAX_FILTERS + 1;
@@ -244,8 +254,11 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
             unsigned mask = 0;
             uint32_t got_mask = 0;
             ok = H5Dget_chunk_info_by_coord(dset, at, &mask, &addr, &size) >= 0;
-            if (ok && addr == HADDR_UNDEF) {
-                ok = fill_unwritten(dset, nd, mtype, a, b, q, qe, row0, n, width, buf);
+            if (ok && addr == HADDR_UNDEF) {  // never written: the fill value, nothing to decode
+                if (!have_fill)
+                    ok = damaged(r, "was never written and the dataset defines no fill value");
+                else
+                    put_fill(buf, fill, msize, a, b, q, qe, row0, width);
                 continue;
             }
             if (ok && size > d.raw_cap) {

@@ -118,6 +118,33 @@ static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const cha
     return DS_OK;
 }
 
+// Parts never written read as the fill value, unless the dataset defines none or its fill time is "never":
+// libhdf5 then leaves the reader's memory as it was, so those values would be whatever the buffer held.
+// Such a dataset is refused unless every part of it is written (all the chunks its shape holds, or its
+// contiguous storage).
+static int check_fill(hid_t dset, hid_t dcpl, const char *path, const char *name, uint64_t n_elements, ds_msg *msg)
+{
+    H5D_fill_value_t status = H5D_FILL_VALUE_ERROR;
+    H5D_fill_time_t when = H5D_FILL_TIME_ERROR;
+    if (n_elements == 0 || (H5Pfill_value_defined(dcpl, &status) >= 0 && H5Pget_fill_time(dcpl, &when) >= 0 &&
+                            when != H5D_FILL_TIME_NEVER &&
+                            (status == H5D_FILL_VALUE_DEFAULT || status == H5D_FILL_VALUE_USER_DEFINED)))
+        return DS_OK;
+    int whole = 0;
+    if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+        hsize_t n = 0;
+        hid_t sp = H5Dget_space(dset);
+        whole = sp >= 0 && H5Dget_num_chunks(dset, sp, &n) >= 0 && (double)n >= chunk_slots(dset, dcpl);
+        h5i_close_space(sp);
+    } else {
+        H5D_space_status_t alloc = H5D_SPACE_STATUS_ERROR;
+        whole = H5Dget_space_status(dset, &alloc) >= 0 && alloc == H5D_SPACE_STATUS_ALLOCATED;
+    }
+    return whole ? DS_OK
+                 : ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: parts of it were never written and it defines no fill "
+                           "value for them (incomplete)", path, name);
+}
+
 int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n_elements, ds_msg *msg)
 {
     struct stat st;
@@ -142,6 +169,8 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
         rc = check_chunk(dset, dcpl, path, name, (double)elsize, limit, msg);
     if (rc == DS_OK)
         rc = check_chunk_index(dset, dcpl, path, name, (double)st.st_size, msg);
+    if (rc == DS_OK)
+        rc = check_fill(dset, dcpl, path, name, n_elements, msg);
     h5i_close_plist(dcpl);
     h5i_close_type(t);
     return rc;

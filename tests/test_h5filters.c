@@ -20,12 +20,15 @@
 #include "harness.h"
 
 enum { ROWS = 100, COLS = 37, CR = 64, CC = 16 };
-enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32, F32BE = 64, HALF = 128 };
+enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32, F32BE = 64, HALF = 128,
+       FILL = 256, NEVER = 512, PAD = 1024 };
+static const double FILL_VALUE = 2.5;
 
 static double X[ROWS][COLS], Y[ROWS];
 
 // path with /X (ROWS × COLS f64, or f32 big-endian with F32BE; chunks CR × CC, the filters flags names, in
-// that order; only its first CR rows written with HALF) and /y.
+// that order; only its first CR rows written with HALF; fill value FILL_VALUE with FILL, fill time "never"
+// with NEVER) and /y (and /pad, 64 KB, with PAD: a file that could hold all of X).
 static const char *make(const char *name, unsigned flags)
 {
     static char path[512];
@@ -47,6 +50,10 @@ static const char *make(const char *name, unsigned flags)
         H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 6);
     if (flags & RAW_EDGES)
         H5Pset_chunk_opts(dcpl, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS);
+    if (flags & FILL)
+        H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &FILL_VALUE);
+    if (flags & NEVER)
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     hid_t xs = H5Screate_simple(2, dims, NULL), ys = H5Screate_simple(1, &n, NULL);
     hid_t d = H5Dcreate2(f, "X", flags & F32BE ? H5T_IEEE_F32BE : H5T_IEEE_F64LE, xs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     hsize_t first[2] = {CR, COLS}, zero[2] = {0, 0};
@@ -59,6 +66,15 @@ static const char *make(const char *name, unsigned flags)
     d = H5Dcreate2(f, "y", H5T_IEEE_F64LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, Y) >= 0, "%s: write y", name);
     H5Dclose(d);
+    if (flags & PAD) {
+        static const double pad[8192];
+        hsize_t np = 8192;
+        hid_t ps = H5Screate_simple(1, &np, NULL);
+        d = H5Dcreate2(f, "pad", H5T_IEEE_F64LE, ps, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, pad) >= 0, "%s: write pad", name);
+        H5Dclose(d);
+        H5Sclose(ps);
+    }
     H5Sclose(xs);
     H5Sclose(ys);
     H5Pclose(dcpl);
@@ -92,8 +108,8 @@ static void put_chunk(const char *path, hsize_t r, hsize_t c, const void *raw, s
 }
 
 // Rows row0 .. row0+n−1 of p's /X read as f64 (and as f32 when f32) equal what was written (X, rounded to
-// float when the file keeps f32; zero past row `written`, the fill value of chunks never written).
-static void read_back(const char *name, const char *p, int64_t row0, int64_t n, int f32, int64_t written)
+// float when the file keeps f32; fillv past row `written`, the fill value of chunks never written).
+static void read_back(const char *name, const char *p, int64_t row0, int64_t n, int f32, int64_t written, double fillv)
 {
     static double got[ROWS][COLS], gy[ROWS];
     static float gotf[ROWS][COLS];
@@ -104,7 +120,7 @@ static void read_back(const char *name, const char *p, int64_t row0, int64_t n, 
         int bad = 0;
         for (int64_t i = 0; rc == DS_OK && i < n; i++)
             for (int j = 0; j < COLS; j++) {
-                double want = row0 + i < written ? X[row0 + i][j] : 0, v = as_f32 ? gotf[i][j] : got[i][j];
+                double want = row0 + i < written ? X[row0 + i][j] : fillv, v = as_f32 ? gotf[i][j] : got[i][j];
                 bad += f32 ? v != (double)(float)want : v != want;
             }
         CHECK(bad == 0 && (rc != DS_OK || gy[0] == Y[row0]), "%s: %d values read back as %s differ", name, bad,
@@ -114,7 +130,7 @@ static void read_back(const char *name, const char *p, int64_t row0, int64_t n, 
 
 static void expect_same(const char *name, unsigned flags)
 {
-    read_back(name, make(name, flags), 0, ROWS, 0, ROWS);
+    read_back(name, make(name, flags), 0, ROWS, 0, ROWS, 0);
 }
 
 static void expect_refused(const char *name, const char *p, const char *want)
@@ -221,10 +237,17 @@ int main(int argc, char **argv)
         expect_same("shuffle alone", SHUF);
         expect_same("fletcher32 alone", SUM_LAST);
         expect_same("edge chunks unfiltered", SHUF | GZIP | RAW_EDGES);
-        read_back("rows 10 to 89 (cutting chunks)", make("cut.h5", SHUF | GZIP | SUM_LAST), 10, 80, 0, ROWS);
-        read_back("rows 70 to 99 of unfiltered edges", make("cutedge.h5", SHUF | GZIP | RAW_EDGES), 70, 30, 0, ROWS);
-        read_back("f32 big-endian, shuffle gzip", make("f32be.h5", F32BE | SHUF | GZIP), 0, ROWS, 1, ROWS);
-        read_back("chunks never written", make("half.h5", SHUF | GZIP | HALF), 0, ROWS, 0, CR);
+        read_back("rows 10 to 89 (cutting chunks)", make("cut.h5", SHUF | GZIP | SUM_LAST), 10, 80, 0, ROWS, 0);
+        read_back("rows 70 to 99 of unfiltered edges", make("cutedge.h5", SHUF | GZIP | RAW_EDGES), 70, 30, 0, ROWS, 0);
+        read_back("f32 big-endian, shuffle gzip", make("f32be.h5", F32BE | SHUF | GZIP), 0, ROWS, 1, ROWS, 0);
+        read_back("chunks never written", make("half.h5", SHUF | GZIP | HALF), 0, ROWS, 0, CR, 0);
+        read_back("chunks never written, fill value 2.5", make("fill.h5", SHUF | GZIP | HALF | FILL), 0, ROWS, 0, CR,
+                  FILL_VALUE);
+        expect_refused("chunks never written, fill time never", make("never.h5", SHUF | GZIP | HALF | NEVER),
+                       "parts of it were never written and it defines no fill value for them (incomplete)");
+        expect_refused("the same, no filters", make("nevers.h5", HALF | NEVER | PAD),
+                       "parts of it were never written and it defines no fill value for them (incomplete)");
+        read_back("every chunk written, fill time never", make("neverall.h5", SHUF | GZIP | NEVER), 0, ROWS, 0, ROWS, 0);
 
         // the checksum as HDF5 1.6.2 and before wrote it (each 16-bit half byte-swapped) reads; a changed
         // byte does not
@@ -236,7 +259,7 @@ int main(int argc, char **argv)
         t = sum[len - 2];
         sum[len - 2] = sum[len - 1], sum[len - 1] = t;
         put_chunk(ps, 0, 0, sum, len);
-        read_back("the checksum of HDF5 1.6.2", ps, 0, ROWS, 0, ROWS);
+        read_back("the checksum of HDF5 1.6.2", ps, 0, ROWS, 0, ROWS, 0);
         sum[len / 2] ^= 0x10;
         put_chunk(ps, 0, 0, sum, len);
         expect_refused("a changed byte under fletcher32", ps, "the chunk at row 0 fails its fletcher32 checksum");
