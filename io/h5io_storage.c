@@ -126,9 +126,10 @@ static int check_fill(hid_t dset, hid_t dcpl, const char *path, const char *name
 {
     H5D_fill_value_t status = H5D_FILL_VALUE_ERROR;
     H5D_fill_time_t when = H5D_FILL_TIME_ERROR;
-    if (n_elements == 0 || (H5Pfill_value_defined(dcpl, &status) >= 0 && H5Pget_fill_time(dcpl, &when) >= 0 &&
-                            when != H5D_FILL_TIME_NEVER &&
-                            (status == H5D_FILL_VALUE_DEFAULT || status == H5D_FILL_VALUE_USER_DEFINED)))
+    if (H5Pfill_value_defined(dcpl, &status) < 0 || H5Pget_fill_time(dcpl, &when) < 0)  // libhdf5 reads none of it
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its fill value (damaged)", path, name);
+    if (n_elements == 0 ||
+        (when != H5D_FILL_TIME_NEVER && (status == H5D_FILL_VALUE_DEFAULT || status == H5D_FILL_VALUE_USER_DEFINED)))
         return DS_OK;
     int whole = 0;
     if (H5Pget_layout(dcpl) == H5D_CHUNKED) {

@@ -35,7 +35,9 @@ void *fuzz_alloc(const char *path, const char *what, int64_t rows, int64_t width
 // The differential check of the readers' own decoding of compressed chunks (io/h5io_filters.c): rows
 // row0 .. row0+n−1 of dataset name (cols wide, 1-D when 0) that a reader accepted into got (f32 or f64)
 // must equal, bit for bit, what libhdf5's H5Dread makes of the same file; else it aborts, naming them.
-// Once the reader has accepted every chunk, libhdf5's decoders see only chunks of the right sizes.
+// Once the reader has accepted every chunk, libhdf5's decoders see only chunks of the right sizes. A read
+// that libhdf5 refuses (for a reason the reader does not check) is counted and printed at exit, and aborts
+// with DSOLVE_FUZZ_STRICT=1.
 void fuzz_same_as_hdf5(const char *path, const char *name, int64_t row0, int64_t n, int64_t cols, int f32,
                        const void *got);
 
