@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """gpu_ctest.py BUILD_DIR OUT_DIR [-R REGEX] [-E REGEX] [--gpus N] [--timeout S] [--deadline S]
-[--narrow-first] [--memcheck]: the tests
+[--narrow-first] [--memcheck] [--per-gpu K]: the tests
 labelled gpu, several at once on a machine with several GPUs, each on GPUs of its own.
 
 ctest runs the gpu tests one after the other (they share one RESOURCE_LOCK: two of them on one device
@@ -10,7 +10,8 @@ not overlap run at the same time, the ones needing most GPUs first. Each test ru
 (`ctest -R ^NAME$`, so its environment, timeout and skip code are the build's). Writes OUT_DIR/NAME.log
 per test and OUT_DIR/summary.txt (status, seconds and GPUs a test, then ctest's closing lines); prints
 the summary; --deadline ends the whole run after S seconds (running tests are cut, the rest marked not
-run), --narrow-first starts the tests needing fewest GPUs first; exits 1 when a test failed, 0 otherwise (a skipped test is not a failure). --gpus (default: `nvidia-smi -L`) says how many
+run), --narrow-first starts the tests needing fewest GPUs first, --per-gpu K lets up to K tests share a GPU
+(each still on distinct GPUs of its own: for --memcheck, whose processes leave the GPUs mostly idle); exits 1 when a test failed, 0 otherwise (a skipped test is not a failure). --gpus (default: `nvidia-smi -L`) says how many
 GPUs there are, e.g. to try the scheduling on a machine without one (the tests then skip).
 
 --memcheck runs every test's GPU processes under compute-sanitizer's memcheck (one log a process,
@@ -107,6 +108,7 @@ def main():
     ap.add_argument("--narrow-first", action="store_true", help="the tests needing fewest GPUs first")
     ap.add_argument("--memcheck", action="store_true", help="under compute-sanitizer memcheck")
     ap.add_argument("--gpus", type=int, default=None)
+    ap.add_argument("--per-gpu", type=int, default=1, help="tests that may share a GPU at once")
     ap.add_argument("--timeout", type=int, default=900, help="seconds a test may take (ctest --timeout)")
     a = ap.parse_args()
     ngpu = a.gpus if a.gpus is not None else gpu_count()
@@ -117,7 +119,7 @@ def main():
 
     def time_left():
         return a.timeout if t_end is None else max(1, min(a.timeout, int(t_end - time.time())))
-    free = list(range(slots))
+    free = [i for i in range(slots) for _ in range(max(a.per_gpu, 1))]  # a GPU once per test it may take
     lock = threading.Condition()
     results = {}
 
@@ -178,12 +180,12 @@ def main():
     for name, want, cmd, props in queue:
         need = min(max(want, 1), slots)
         with lock:
-            while len(free) < need:
+            while len(set(free)) < need:
                 lock.wait()
             if t_end is not None and time.time() > t_end - 5:
                 results[name] = ("not-run", 0.0, [])
                 continue
-            ids = sorted(free)[:need]
+            ids = sorted(set(free), key=lambda i: (-free.count(i), i))[:need]  # the least shared GPUs
             for i in ids:
                 free.remove(i)
         th = threading.Thread(target=run, args=(name, ids, cmd, props))

@@ -408,7 +408,8 @@ def parse_args():
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated, of " + ",".join(CASES))
     ap.add_argument("--ranks", default="", help="rank counts for every method (default: per method on cpu; "
                                                "1, 2, 4 as GPUs allow on cuda)")
-    ap.add_argument("--jobs", type=int, default=0, help="runs at once (default 2 on cpu, 4 on cuda)")
+    ap.add_argument("--jobs", type=int, default=0, help="runs at once (default $DSOLVE_GELS_JOBS, else 2 on cpu, "
+                                                        "4 on cuda)")
     args = ap.parse_args()
     args.methods, args.cases = args.methods.split(","), args.cases.split(",")
     unknown = [x for x in args.methods if x not in METHODS] + [x for x in args.cases if x not in CASES]
@@ -417,7 +418,8 @@ def parse_args():
     args.ranks = [int(x) for x in args.ranks.split(",") if x]
     # On cuda a run is mostly its start-up (CUDA, cuBLAS, NCCL): the 216 runs took over 950 s one at a time on
     # 4 H100s (2026-11-26); four at once share the GPUs, whose problems are a few hundred rows.
-    args.jobs = args.jobs or (2 if args.backend == "cpu" else 4)
+    # DSOLVE_GELS_JOBS: the runs at once when the test is run as it is (ctest; under a sanitizer, more).
+    args.jobs = args.jobs or int(os.environ.get("DSOLVE_GELS_JOBS", "0")) or (2 if args.backend == "cpu" else 4)
     args.dsolve = os.path.realpath(args.dsolve)
     return args
 
