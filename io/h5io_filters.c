@@ -261,6 +261,12 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
                     put_fill(buf, fill, msize, a, b, q, qe, row0, width);
                 continue;
             }
+            // H5Dread_chunk writes as many bytes as the index lookup says (H5Dget_chunk_storage_size's),
+            // which a damaged index can make differ from the size found above: the buffer takes that one.
+            hsize_t stored = 0;
+            ok = ok && H5Dget_chunk_storage_size(dset, at, &stored) >= 0;
+            if (ok && stored != size)
+                ok = damaged(r, "has two sizes in the chunk index");
             if (ok && size > d.raw_cap) {
                 unsigned char *more = realloc(d.raw, size);
                 ok = more != NULL || out_of_memory((size_t)size);

@@ -88,15 +88,39 @@ else
 fi
 rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 
+# Log $1 with the harness's unsymbolized frames ("(DIR/fuzz_H+0xOFFSET)", where no llvm-symbolizer is
+# installed) followed by "in FUNCTION FILE:LINE" from addr2line, when it is there.
+symbolized() {
+    local line re='^ *#[0-9]+ 0x[0-9a-f]+ +\((/[^ )]+/fuzz_[a-z0-9_]+)\+(0x[0-9a-f]+)\)'
+    if ! command -v addr2line >/dev/null || ! grep -qE "$re" "$1"; then
+        cat "$1"
+        return
+    fi
+    while IFS= read -r line; do
+        [[ $line =~ $re ]] && line="$line in $(addr2line -f -e "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" 2>/dev/null | paste -sd' ')"
+        printf '%s\n' "$line"
+    done <"$1"
+}
+
 # Where the report in log $1 points: "dsolve" when the innermost frame with known code is ours (io/,
-# src/, tests/fuzz/) or there is no stack, else "hdf5 FUNCTION" for a frame inside libhdf5.
+# src/, tests/fuzz/), when the memory it touched was allocated by our code (libhdf5 writing past a buffer
+# of ours is our bug: the buffer was sized wrong), or when there is no stack; else "hdf5 FUNCTION" for a
+# frame inside libhdf5.
 classify() {
-    awk -v root="$root" '
-        /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error:/ { on = 1 }
+    symbolized "$1" | awk '
+        function ours(l) { return l ~ /(io|src|tests\/fuzz)\/([A-Za-z0-9_]+\/)*[A-Za-z0-9_]+\.[ch]:[0-9]+/ }
+        /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error:/ {
+            if (on) exit
+            on = 1; sec = "access"; next }
+        on && /(allocated|freed) by thread/ { sec = $0 ~ /allocated/ ? "alloc" : "freed"; next }
         on && /^ *#[0-9]+ / {
-            if (index($0, root "/io/") || index($0, root "/src/") || index($0, root "/tests/fuzz/")) { print "dsolve"; exit }
-            if (match($0, /libhdf5[^ )]*/)) { print "hdf5 " ($0 ~ / in / ? $4 : substr($0, RSTART, RLENGTH)); exit }
-        }' "$1" | grep . || echo dsolve
+            if (sec == "access" && where == "") {
+                if (ours($0)) where = "dsolve"
+                else if (match($0, /libhdf5[^ )]*/)) where = "hdf5 " ($0 ~ / in / ? $4 : substr($0, RSTART, RLENGTH))
+            }
+            if (sec == "alloc" && alloc == "") alloc = ours($0) ? "dsolve" : $0 ~ /libhdf5/ ? "hdf5" : ""
+        }
+        END { print (alloc == "dsolve" || where == "") ? "dsolve" : where }'
 }
 
 # Whether log $1 holds a report from the harness's own process (pid $2): every report counts but those
