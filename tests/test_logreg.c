@@ -16,6 +16,7 @@
 
 enum { M = 1500, F = 40, K = 5, D = F + 1, DK = D * K };
 static uint64_t seed_;
+static int nudge_;  // make_set multiplies one element of X in seven by 1 + 2⁻⁵² (see lbfgs_horizon)
 
 // Row i of the global problem: features in [0, 1), the bias 1, a label from a random linear model
 // with noise, so that the classes overlap and the optimum is finite.
@@ -47,6 +48,9 @@ static void make_set(ds_ctx *ctx, int64_t row0, int64_t rows, int f32, lr_set *s
     int32_t *y = malloc((size_t)(rows + 1) * sizeof(int32_t));
     for (int64_t i = 0; i < rows; i++)
         make_row(row0 + i, x + i * D, y + i);
+    for (int64_t e = 0; nudge_ && e < rows * D; e++)  // by global position: the same elements on any ranks
+        if ((uint64_t)(row0 * D + e) * 2654435761u % 7 == 0)
+            x[e] *= 1.0 + 0x1p-52;
     for (int64_t i = 0; i < rows * D; i++)
         xf[i] = (float)x[i];
     CHECK(ctx->be->upload(ctx, s->X, f32 ? (void *)xf : (void *)x, (size_t)(rows * D) * (f32 ? 4 : 8)) == DS_OK, "upload");
@@ -215,13 +219,15 @@ static void same_bits(const lr_result *a, const lr_result *b, const char *what, 
           o->model, f32, a->loss[a->iters], b->loss[b->iters]);
 }
 
-// a (the distributed or device run) against b (one rank, or the CPU): objective history and weights.
-static void compare_runs(const lr_result *a, const lr_result *b, double tol, const char *what, const lr_opts *o, int f32)
+// a (the distributed or device run) against b (one rank, or the CPU): objective history over its first
+// `upto` entries (all of it when upto > iters), and weights and accuracy when the whole history is compared.
+static void compare_runs(const lr_result *a, const lr_result *b, double tol, const char *what, const lr_opts *o, int f32,
+                         int upto)
 {
     CHECK(a->iters == b->iters, "%s (opt %d model %d f32 %d): %d iterations against %d", what, o->optimizer, o->model,
           f32, a->iters, b->iters);
-    const int n = (a->iters < b->iters ? a->iters : b->iters) + 1;
-    const double dl = test_rel_diff(a->loss, b->loss, n), dw = test_rel_diff(a->W, b->W, DK);
+    const int all = (a->iters < b->iters ? a->iters : b->iters) + 1, n = upto < all ? upto : all, whole = n == all;
+    const double dl = test_rel_diff(a->loss, b->loss, n), dw = whole ? test_rel_diff(a->W, b->W, DK) : 0.0;
     // f32 L-BFGS: float rounding that differs between two correct runs (another summation order) changes
     // the curvature pairs, and the iterates part along directions where the objective is flat, so only
     // the objective is held to the tolerance there (the passes themselves are checked exactly elsewhere).
@@ -229,8 +235,34 @@ static void compare_runs(const lr_result *a, const lr_result *b, double tol, con
     CHECK(dl <= tol && (loose || dw <= 10 * tol),
           "%s (opt %d model %d f32 %d): objective history differs by %.3e, weights by %.3e (tol %.0e)", what,
           o->optimizer, o->model, f32, dl, dw, tol);
-    CHECK(fabs(a->train_accuracy - b->train_accuracy) <= (loose ? 0.01 : 2.0 / M), "%s: train accuracy %.6f against %.6f",
-          what, a->train_accuracy, b->train_accuracy);
+    CHECK(!whole || fabs(a->train_accuracy - b->train_accuracy) <= (loose ? 0.01 : 2.0 / M),
+          "%s: train accuracy %.6f against %.6f", what, a->train_accuracy, b->train_accuracy);
+}
+
+// How many entries of the f64 L-BFGS history of b (the CPU run) are well posed at tolerance tol: those
+// before the first that moves by more than tol / 100 when one element of X in seven changes by one ulp.
+// From some data the iteration amplifies rounding by 10³-10⁴ an iteration once it reaches flat
+// directions (from seed 1 795 746 164, opt 2 model 1: 9e-16 at iteration 16, 9e-12 at 17, 2e-4 at 19),
+// so two correct runs that round differently part there, and only what comes before can be compared.
+// At least the first 8 entries must be well posed (150 seeds, that one among them, both models: 297 of 300
+// histories whole, the shortest 18 entries).
+static int lbfgs_horizon(ds_ctx *cpu, const lr_opts *o, const lr_result *b, double tol)
+{
+    lr_result p;
+    nudge_ = 1;
+    train_on(cpu, ROWS_SPREAD, o, 0, &p);
+    nudge_ = 0;
+    int n = 0;
+    while (n <= b->iters && n <= p.iters && fabs(p.loss[n] - b->loss[n]) <= tol / 100 * fabs(b->loss[n]))
+        n++;
+    CHECK(n >= 8, "opt %d model %d: the CPU's own run moves by more than %.0e from entry %d when X moves by one ulp",
+          o->optimizer, o->model, tol / 100, n);
+    if (n <= b->iters && cpu->rank == 0)
+        printf("test_logreg gpu: opt %d model %d f32 0: the objective history compared over its first %d entries "
+               "(one ulp of X moves the CPU's own run by %.1e at entry %d)\n", o->optimizer, o->model, n,
+               fabs(p.loss[n] - b->loss[n]) / fabs(b->loss[n]), n);
+    logreg_result_free(&p);
+    return n;
 }
 
 static void test_cpu(ds_ctx *world, ds_ctx *self)
@@ -272,7 +304,8 @@ static void test_gpu(ds_ctx *cpu, ds_ctx *gpu)
                 train_on(gpu, ROWS_SPREAD, &o, f32, &a);
                 train_on(cpu, ROWS_SPREAD, &o, f32, &b);
                 const double tol = opt == LR_LBFGS ? (f32 ? 3e-3 : 1e-8) : (f32 ? 1e-4 : 1e-9);
-                compare_runs(&a, &b, tol, "cuda against cpu", &o, f32);
+                const int upto = opt == LR_LBFGS && !f32 ? lbfgs_horizon(cpu, &o, &b, tol) : o.iters + 1;
+                compare_runs(&a, &b, tol, "cuda against cpu", &o, f32, upto);
                 train_on(gpu, ROWS_FIRST, &o, f32, &c);  // the GPU's bits do not depend on the ranks either
                 same_bits(&a, &c, "cuda: ranks against rank 0 holding every row", &o, f32);
                 logreg_result_free(&a);
