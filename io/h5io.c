@@ -262,7 +262,7 @@ static int open_float_dataset(hid_t file, const char *path, const char *name, in
 static herr_t xfer_block(hid_t dset, int write, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype,
                          void *buf)
 {
-    // filtered data is decoded by h5io_filters.c, never by libhdf5
+    // chunked data is read and decoded by h5io_filters.c, never by libhdf5
     const int filtered = write ? -1 : h5i_filters_read_rows(dset, row0, n, cols, mtype, buf);
     if (filtered >= 0)
         return filtered ? 0 : -1;

@@ -1,10 +1,13 @@
-// h5io_filters.c: the reads of filtered (compressed) datasets, decoded here and not by libhdf5. HDF5 1.10
-// copies a chunk's full size out of whatever its filters returned, so a crafted chunk that inflates to
-// fewer bytes made it read heap memory past the buffer into the data: finite garbage that no later check
-// sees (found by fuzzing on 2026-11-26: failures.md). Its decoders cannot be replaced (H5Zregister refuses
+// h5io_filters.c: the reads of chunked datasets, filtered (compressed) or not, decoded here and not by
+// libhdf5. HDF5 1.10 copies a chunk's full size out of whatever its filters returned, so a crafted chunk
+// that inflates to fewer bytes made it read heap memory past the buffer into the data: finite garbage that
+// no later check sees (found by fuzzing on 2026-11-26: failures.md); a damaged index that gives an
+// unfiltered chunk the wrong stored size does the same (2026-11-27). So libhdf5 reads only contiguous and
+// compact datasets for dsolve. Its decoders cannot be replaced (H5Zregister refuses
 // the predefined filters), and checking each chunk before H5Dread decoded every chunk twice (+50 % reading
 // a gzip file) and left the file free to change between the check and the read. So each stored chunk in
-// the rows read is fetched raw (H5Dread_chunk) and decoded once, here, through its pipeline from the last
+// the rows read is fetched raw (H5Dread_chunk, straight into place when it is unfiltered, of the memory's
+// type and whole in the rows read) and decoded once, here, through its pipeline from the last
 // filter (its filter mask honoured): fletcher32 verified as HDF5 does (the sum of 1.6.2 and before
 // accepted too) and taken off, deflate inflated (zlib), shuffle undone; what comes out must be exactly one
 // chunk (an edge chunk that the dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, is stored
@@ -40,7 +43,7 @@ int h5i_xfer_status(void)
 static int out_of_memory(size_t n)
 {
     g_status = DS_ERR_RUNTIME;
-    snprintf(g_why, sizeof g_why, " (out of host memory: %zu bytes to decode its compressed chunks)", n);
+    snprintf(g_why, sizeof g_why, " (out of host memory: %zu bytes to decode its chunks)", n);
     return 0;
 }
 
@@ -221,16 +224,16 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
     decoder d = {0};
     hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), ftype = H5Dget_type(dset);
     hsize_t c[H5S_MAX_RANK] = {1, 1}, dims[H5S_MAX_RANK] = {1, 1};
-    d.nf = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED ? H5Pget_nfilters(dcpl) : 0;
-    if (d.nf == 0) {  // not chunked, or no filters: libhdf5 reads it
+    if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED) {  // contiguous or compact: libhdf5 reads it
         h5i_close_plist(dcpl);
         h5i_close_space(sp);
         h5i_close_type(ftype);
         return dcpl >= 0 ? -1 : 0;
     }
+    d.nf = H5Pget_nfilters(dcpl);
     const int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, c), rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
     unsigned opts = 0;  // partial edge chunks stored unfiltered (H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS)
-    int ok = d.nf > 0 && d.nf <= MAX_FILTERS && H5Pget_chunk_opts(dcpl, &opts) >= 0 && pipeline(dcpl, &d) &&
+    int ok = d.nf >= 0 && d.nf <= MAX_FILTERS && H5Pget_chunk_opts(dcpl, &opts) >= 0 && pipeline(dcpl, &d) &&
              nd == rank && (nd == 1 || nd == 2) && c[0] > 0 && c[1] > 0 && ftype >= 0;
     const size_t fsize = ok ? H5Tget_size(ftype) : 0, msize = H5Tget_size(mtype);
     const int same = ok && H5Tequal(ftype, mtype) > 0;
@@ -243,7 +246,7 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
     ok = ok && d.chunk > 0;
     if (!ok)
         snprintf(g_why, sizeof g_why, " (its filters or chunks cannot be read: damaged)");
-    else if (!(d.a = malloc(d.cap)) || !(d.b = malloc(d.cap)) || (!same && !(d.conv = malloc(conv))))
+    else if ((d.nf > 0 && (!(d.a = malloc(d.cap)) || !(d.b = malloc(d.cap)))) || (!same && !(d.conv = malloc(conv))))
         ok = out_of_memory(2 * d.cap + conv);
     for (hsize_t r = row0 / c[0] * c[0]; ok && r < row0 + n; r += c[0])
         for (hsize_t q = 0; ok && q < width; q += c1) {
@@ -267,6 +270,17 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
             ok = ok && H5Dget_chunk_storage_size(dset, at, &stored) >= 0;
             if (ok && stored != size)
                 ok = damaged(r, "has two sizes in the chunk index");
+            if (ok && d.nf == 0 && size != d.chunk) {  // (read in place below: exactly one chunk's bytes)
+                char what[96];
+                snprintf(what, sizeof what, "is stored in %llu bytes where a chunk holds %zu", (unsigned long long)size,
+                         d.chunk);
+                ok = damaged(r, what);
+            }
+            // unfiltered, of the memory's type, every column, and every row of it read: straight into place
+            if (ok && d.nf == 0 && same && q == 0 && c1 == width && r >= row0 && r + c[0] <= row0 + n) {
+                ok = H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, (unsigned char *)buf + (r - row0) * width * msize) >= 0;
+                continue;
+            }
             if (ok && size > d.raw_cap) {
                 unsigned char *more = realloc(d.raw, size);
                 ok = more != NULL || out_of_memory((size_t)size);

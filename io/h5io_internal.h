@@ -61,9 +61,9 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
 // 1 when t is a standard number type: IEEE float32/64 or an 8- to 64-bit integer, either byte order
 // (not one with odd precision, offset or padding bits). h5io_storage.c.
 int h5i_standard_type(hid_t t);
-// h5io_filters.c: reads rows row0 .. row0+n−1 (cols wide; 1-D when 0) of a filtered dataset into buf as
-// mtype, each stored chunk decoded once there: 1 when read, 0 when refused (h5i_xfer_why and
-// h5i_xfer_status say why), −1 when dset has no filters (H5Dread reads it); and the probe's refusal
+// h5io_filters.c: reads rows row0 .. row0+n−1 (cols wide; 1-D when 0) of a chunked dataset into buf as
+// mtype, each stored chunk fetched raw and decoded once there: 1 when read, 0 when refused (h5i_xfer_why
+// and h5i_xfer_status say why), −1 when dset is contiguous or compact (H5Dread reads it); and the probe's refusal
 // (DS_ERR_INPUT) of filters other than deflate, shuffle and fletcher32, of one listed twice, of shuffle
 // after deflate, or of shuffle or gzip without their parameter (element size, level 0-9).
 int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype, void *buf);

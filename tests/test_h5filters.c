@@ -2,8 +2,9 @@
 // cannot make): every legitimate pipeline of gzip, shuffle and fletcher32 (in h5py's order, and fletcher32
 // before deflate as C and netCDF writers may put it; partial edge chunks stored unfiltered) reads back
 // exactly what was written, also from rows that cut chunks, from big-endian f32 read as f64 and f32, with
-// chunks never written (the fill value), and with the checksum of HDF5 1.6.2 and before; a chunk written
-// raw that inflates short or long, an unfiltered edge chunk stored short, a chunk whose checksum fails, and
+// chunks never written (the fill value), and with the checksum of HDF5 1.6.2 and before, and unfiltered
+// chunked files as well (fetched raw too); a chunk written raw that inflates short or long, an unfiltered
+// edge chunk or chunk of an unfiltered dataset stored short, a chunk whose checksum fails, and
 // another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why; a read that cannot get the
 // memory to decode a chunk is DS_ERR_RUNTIME (exit 1), not the file's fault.
 // Runs on rank 0; other ranks only take part in the verdict.
@@ -21,12 +22,12 @@
 
 enum { ROWS = 100, COLS = 37, CR = 64, CC = 16 };
 enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32, F32BE = 64, HALF = 128,
-       FILL = 256, NEVER = 512, PAD = 1024 };
+       FILL = 256, NEVER = 512, PAD = 1024, WIDE = 2048, OLD = 4096 };
 static const double FILL_VALUE = 2.5;
 
 static double X[ROWS][COLS], Y[ROWS];
 
-// path with /X (ROWS × COLS f64, or f32 big-endian with F32BE; chunks CR × CC, the filters flags names, in
+// path with /X (ROWS × COLS f64, or f32 big-endian with F32BE; chunks CR × CC (CR × COLS with WIDE), the filters flags names, in
 // that order; only its first CR rows written with HALF; fill value FILL_VALUE with FILL, fill time "never"
 // with NEVER) and /y (and /pad, 64 KB, with PAD: a file that could hold all of X).
 static const char *make(const char *name, unsigned flags)
@@ -34,9 +35,10 @@ static const char *make(const char *name, unsigned flags)
     static char path[512];
     snprintf(path, sizeof path, "%s/%s", test_tmp_dir(), name);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // (partial-chunk options need it)
+    if (!(flags & OLD))  // OLD: the earliest format, a v1 B-tree whose keys hold each chunk's size
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // (partial-chunk options need it)
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    hsize_t dims[2] = {ROWS, COLS}, ch[2] = {CR, CC}, n = ROWS;
+    hsize_t dims[2] = {ROWS, COLS}, ch[2] = {CR, flags & WIDE ? COLS : CC}, n = ROWS;
     H5Pset_chunk(dcpl, 2, ch);
     if (flags & SUM_FIRST)
         H5Pset_fletcher32(dcpl);
@@ -143,6 +145,27 @@ static void expect_refused(const char *name, const char *p, const char *want)
         rc = h5io_read_lsq_rows(p, "X", "y", 0, ROWS, COLS, 0, got, gy, NULL, &m);
     CHECK(rc == DS_ERR_INPUT && strstr(m.text, "/X") && strstr(m.text, want), "%s: rc %d, message '%s', want '%s'",
           name, rc, m.text, want);
+}
+
+// The v1 B-tree key of p's chunk at (0, 0) (its size, filter mask 0, offsets 0, 0, 0) made to say `to`
+// bytes: what a damaged index does (libhdf5 stores an unfiltered chunk's size itself, whatever it is given).
+static void patch_key(const char *p, uint32_t from, uint32_t to)
+{
+    FILE *f = fopen(p, "r+b");
+    static unsigned char b[1 << 16];
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0, hits = 0, at = 0;
+    unsigned char key[32] = {0};
+    memcpy(key, &from, 4);  // (little-endian, as the file)
+    for (size_t i = 0; i + sizeof key <= n; i++)
+        if (memcmp(b + i, key, sizeof key) == 0)
+            hits++, at = i;
+    CHECK(f && hits == 1, "%s: the key of chunk (0, 0) found %zu times", p, hits);
+    if (f && hits == 1) {
+        fseek(f, (long)at, SEEK_SET);
+        fwrite(&to, 4, 1, f);
+    }
+    if (f)
+        fclose(f);
 }
 
 // A zlib stream of n bytes of v, in *out (the caller frees it); its length in *len.
@@ -285,6 +308,19 @@ int main(int argc, char **argv)
         put_chunk(p, 0, 0, longraw, sizeof longraw);
         expect_refused("a shuffled chunk stored long", p, "the chunk at row 0 decodes to more than 8192 bytes");
         expect_refused("scale-offset", make("so.h5", SCALEOFFSET), "stored with HDF5 filter 6");
+
+        // unfiltered chunks: fetched raw too (in place when whole, of the memory's type, every column), and
+        // one that a damaged index sizes wrong is refused (libhdf5 1.10 reads heap memory past it)
+        expect_same("no filters", 0);
+        expect_same("no filters, chunks of every column", WIDE);
+        read_back("rows 10 to 89, no filters, chunks of every column", make("cutwide.h5", WIDE), 10, 80, 0, ROWS, 0);
+        read_back("f32 big-endian, no filters", make("f32bes.h5", F32BE | WIDE), 0, ROWS, 1, ROWS, 0);
+        read_back("chunks never written, no filters", make("halfs.h5", HALF | WIDE | FILL | PAD), 0, ROWS, 0, CR,
+                  FILL_VALUE);
+        p = make("plainshort.h5", WIDE | OLD);
+        patch_key(p, CR * COLS * 8, 100);
+        // (libhdf5's lookup sizes an unfiltered chunk by its shape, its index walk by the key: they differ)
+        expect_refused("an unfiltered chunk stored short", p, "the chunk at row 0 has two sizes in the chunk index");
         expect_out_of_memory();
         test_tmp_remove();
     }
