@@ -217,6 +217,8 @@ static int pipeline(hid_t dcpl, decoder *d)
     return 1;
 }
 
+// Long: one loop over the chunks the rows cover, with each chunk's lookups and size checks and the three
+// ways it lands (the fill value, in place, decoded and placed), best read in one piece.
 int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype, void *buf)
 {
     g_why[0] = '\0';
