@@ -6,8 +6,9 @@
 // compact datasets for dsolve. Its decoders cannot be replaced (H5Zregister refuses
 // the predefined filters), and checking each chunk before H5Dread decoded every chunk twice (+50 % reading
 // a gzip file) and left the file free to change between the check and the read. So each stored chunk in
-// the rows read is fetched raw (H5Dread_chunk, straight into place when it is unfiltered, of the memory's
-// type and whole in the rows read) and decoded once, here, through its pipeline from the last
+// the rows read is fetched raw (H5Dread_chunk; an unfiltered one only in the rows read, by pread from the
+// file, straight into place when it is of the memory's type and every column: libhdf5's own partial reads
+// of unfiltered chunks kept their speed) and decoded once, here, through its pipeline from the last
 // filter (its filter mask honoured): fletcher32 verified as HDF5 does (the sum of 1.6.2 and before
 // accepted too) and taken off, deflate inflated (zlib), shuffle undone; what comes out must be exactly one
 // chunk (an edge chunk that the dataset keeps unfiltered, H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS, is stored
@@ -16,10 +17,12 @@
 // as it was). Filters other than these three are refused
 // by the probe (h5i_check_filters), as is a filter listed twice. Tests: tests/test_h5filters.c.
 // provides: h5i_check_filters, h5i_filters_read_rows, h5i_xfer_why, h5i_xfer_status
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "h5io_internal.h"
@@ -217,6 +220,68 @@ static int pipeline(hid_t dcpl, decoder *d)
     return 1;
 }
 
+// The descriptor under dset's file where the sec2 driver (the default) holds one and the file has no user
+// block, so that a chunk's address is its offset in the file; −1 otherwise (chunks are read whole then).
+static int chunk_fd(hid_t dset)
+{
+    hid_t fid = H5Iget_file_id(dset);
+    hid_t fapl = fid >= 0 ? H5Fget_access_plist(fid) : H5I_INVALID_HID;
+    hid_t fcpl = fid >= 0 ? H5Fget_create_plist(fid) : H5I_INVALID_HID;
+    hsize_t ub = 1;
+    void *handle = NULL;
+    int fd = -1;
+    if (fapl >= 0 && fcpl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 && H5Pget_userblock(fcpl, &ub) >= 0 && ub == 0 &&
+        H5Fget_vfd_handle(fid, fapl, &handle) >= 0 && handle)
+        fd = *(int *)handle;
+    h5i_close_plist(fapl);
+    h5i_close_plist(fcpl);
+    if (fid >= 0)
+        H5Fclose(fid);  // (the dataset keeps the file, and fd, open)
+    return fd;
+}
+
+// len bytes at offset off of fd into dst: 1, or 0 with g_why set (the file ends first: damaged; an I/O
+// error: the machine's, exit 1).
+static int pread_all(int fd, haddr_t off, size_t len, unsigned char *dst, hsize_t row)
+{
+    while (len > 0) {
+        const ssize_t got = pread(fd, dst, len, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            g_status = DS_ERR_RUNTIME;
+            snprintf(g_why, sizeof g_why, " (reading the chunk at row %llu: %s)", (unsigned long long)row, strerror(errno));
+            return 0;
+        }
+        if (got == 0)
+            return damaged(row, "lies past the end of the file");
+        dst += got, off += (haddr_t)got, len -= (size_t)got;
+    }
+    return 1;
+}
+
+// Rows a .. b−1 of the unfiltered chunk at (r, q) (one chunk's bytes at addr) into buf as place() puts
+// them: from fd, those rows only, straight into buf when it is of the memory's type (same) and every
+// column; without fd, the whole chunk by H5Dread_chunk (into buf when those rows are all of it).
+static int read_plain(decoder *d, hid_t dset, int fd, haddr_t addr, hid_t ftype, hid_t mtype, int same,
+                      const hsize_t at[2], hsize_t c1, hsize_t a, hsize_t b, hsize_t qe, hsize_t row0, hsize_t width,
+                      unsigned char *buf)
+{
+    const size_t rowb = (size_t)c1 * H5Tget_size(ftype), off = (size_t)(a - at[0]) * rowb, len = (size_t)(b - a) * rowb;
+    int in_place = same && at[1] == 0 && c1 == width;
+    unsigned char *dst = in_place ? buf + (size_t)(a - row0) * width * H5Tget_size(mtype) : d->raw + off;
+    uint32_t mask = 0;
+    if (fd >= 0) {
+        if (!pread_all(fd, addr + off, len, dst, at[0]))
+            return 0;
+    } else {
+        in_place = in_place && len == d->chunk;
+        if (H5Dread_chunk(dset, H5P_DEFAULT, at, &mask, in_place ? dst : d->raw) < 0)
+            return 0;
+    }
+    return in_place || place(d, d->raw, ftype, mtype, same, at, c1, a, b, qe, row0, width, buf);
+}
+
 // Long: one loop over the chunks the rows cover, with each chunk's lookups and size checks and the three
 // ways it lands (the fill value, in place, decoded and placed), best read in one piece.
 int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid_t mtype, void *buf)
@@ -246,6 +311,7 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
     d.cap = d.chunk + FLETCHER_LEN * MAX_FILTERS + 1;
     const size_t conv = (size_t)c[0] * (size_t)c1 * (fsize > msize ? fsize : msize);
     ok = ok && d.chunk > 0;
+    const int fd = ok && d.nf == 0 ? chunk_fd(dset) : -1;
     if (!ok)
         snprintf(g_why, sizeof g_why, " (its filters or chunks cannot be read: damaged)");
     else if ((d.nf > 0 && (!(d.a = malloc(d.cap)) || !(d.b = malloc(d.cap)))) || (!same && !(d.conv = malloc(conv))))
@@ -278,15 +344,14 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
                          d.chunk);
                 ok = damaged(r, what);
             }
-            // unfiltered, of the memory's type, every column, and every row of it read: straight into place
-            if (ok && d.nf == 0 && same && q == 0 && c1 == width && r >= row0 && r + c[0] <= row0 + n) {
-                ok = H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, (unsigned char *)buf + (r - row0) * width * msize) >= 0;
-                continue;
-            }
             if (ok && size > d.raw_cap) {
                 unsigned char *more = realloc(d.raw, size);
                 ok = more != NULL || out_of_memory((size_t)size);
                 d.raw = ok ? more : d.raw, d.raw_cap = ok ? size : d.raw_cap;
+            }
+            if (d.nf == 0) {
+                ok = ok && read_plain(&d, dset, fd, addr, ftype, mtype, same, at, c1, a, b, qe, row0, width, buf);
+                continue;
             }
             ok = ok && H5Dread_chunk(dset, H5P_DEFAULT, at, &got_mask, d.raw) >= 0;
             const unsigned char *dec = d.raw;
