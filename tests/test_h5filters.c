@@ -22,7 +22,7 @@
 
 enum { ROWS = 100, COLS = 37, CR = 64, CC = 16 };
 enum { SHUF = 1, GZIP = 2, SUM_FIRST = 4, SUM_LAST = 8, RAW_EDGES = 16, SCALEOFFSET = 32, F32BE = 64, HALF = 128,
-       FILL = 256, NEVER = 512, PAD = 1024, WIDE = 2048, OLD = 4096 };
+       FILL = 256, NEVER = 512, PAD = 1024, WIDE = 2048, OLD = 4096, UBLOCK = 8192 };
 static const double FILL_VALUE = 2.5;
 
 static double X[ROWS][COLS], Y[ROWS];
@@ -37,7 +37,11 @@ static const char *make(const char *name, unsigned flags)
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (!(flags & OLD))  // OLD: the earliest format, a v1 B-tree whose keys hold each chunk's size
         H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);  // (partial-chunk options need it)
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (flags & UBLOCK)  // a user block: chunk addresses are no longer file offsets
+        H5Pset_userblock(fcpl, 512);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pclose(fcpl);
     hsize_t dims[2] = {ROWS, COLS}, ch[2] = {CR, flags & WIDE ? COLS : CC}, n = ROWS;
     H5Pset_chunk(dcpl, 2, ch);
     if (flags & SUM_FIRST)
@@ -241,7 +245,8 @@ static void expect_out_of_memory(void)
 #endif
 }
 
-// Unfiltered chunks: fetched raw too (in place when whole, of the memory's type, every column), and one
+// Unfiltered chunks: read by dsolve too (the rows wanted from the file; whole chunks where the file has a
+// user block), in place when of the memory's type and every column, and one
 // that a damaged index sizes wrong is refused (libhdf5 1.10 reads heap memory past it).
 static void test_unfiltered(void)
 {
@@ -249,6 +254,8 @@ static void test_unfiltered(void)
     expect_same("no filters, chunks of every column", WIDE);
     read_back("rows 10 to 89, no filters, chunks of every column", make("cutwide.h5", WIDE), 10, 80, 0, ROWS, 0);
     read_back("f32 big-endian, no filters", make("f32bes.h5", F32BE | WIDE), 0, ROWS, 1, ROWS, 0);
+    read_back("no filters, a user block (whole chunks)", make("ub.h5", WIDE | UBLOCK), 0, ROWS, 0, ROWS, 0);
+    read_back("rows 10 to 89, no filters, a user block", make("ubcut.h5", UBLOCK), 10, 80, 0, ROWS, 0);
     read_back("chunks never written, no filters", make("halfs.h5", HALF | WIDE | FILL | PAD), 0, ROWS, 0, CR,
               FILL_VALUE);
     const char *p = make("plainshort.h5", WIDE | OLD);
