@@ -272,6 +272,8 @@ static int read_plain(decoder *d, hid_t dset, int fd, haddr_t addr, hid_t ftype,
     unsigned char *dst = in_place ? buf + (size_t)(a - row0) * width * H5Tget_size(mtype) : d->raw + off;
     uint32_t mask = 0;
     if (fd >= 0) {
+        if (addr > (haddr_t)INT64_MAX - d->chunk)  // (an offset pread would take as negative)
+            return damaged(at[0], "lies past the end of the file");
         if (!pread_all(fd, addr + off, len, dst, at[0]))
             return 0;
     } else {
