@@ -1,7 +1,8 @@
 // test_units.c: the small pieces on their own: the option parser (the same table makes --help), the
 // generator (the same rows however they are split over threads or ranks), the JSON writer, and the
 // vectorised tanh of the network's CPU path against libm; the probe worker's verdicts when a check
-// answers, crashes or exits; a crash inside a read's crash scope (exit 3 and one line) and outside it.
+// answers, crashes or exits; a crash inside a read's crash scope (exit 3 and one line) and outside it; a
+// message stays one line whatever a file put in it.
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -205,6 +206,17 @@ static void test_crash_scope(void)
     }
 }
 
+// ds_fail's message is one line: control characters from a file (a filter's name "g\nffle", found by
+// fuzzing) become '?'; the first failure's message is kept.
+static void test_one_line(void)
+{
+    ds_msg m = {{0}};
+    CHECK(ds_fail(&m, DS_ERR_INPUT, "filter %d (%s)", 258, "\tg\nffle\r\x7f") == DS_ERR_INPUT, "status");
+    CHECK(strcmp(m.text, "filter 258 (?g?ffle?\?)") == 0, "one line: '%s'", m.text);
+    ds_fail(&m, DS_ERR_RUNTIME, "second");
+    CHECK(strcmp(m.text, "filter 258 (?g?ffle?\?)") == 0, "the first message kept: '%s'", m.text);
+}
+
 int main(int argc, char **argv)
 {
     test_crash_scope();        // forks: before MPI_Init
@@ -215,6 +227,7 @@ int main(int argc, char **argv)
     test_gen();
     test_json();
     test_vtanh();
+    test_one_line();
     int rc = test_finish("test_units");
     MPI_Finalize();
     return rc;

@@ -10,6 +10,10 @@ int ds_fail(ds_msg *msg, int status, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg->text, sizeof msg->text, fmt, ap);
         va_end(ap);
+        // one line whatever a file put in it (a filter's or attribute's name with a newline, say)
+        for (char *c = msg->text; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
     }
     return status;
 }

@@ -102,16 +102,19 @@ symbolized() {
     done <"$1"
 }
 
-# Where the report in log $1 points: "dsolve" when the innermost frame with known code is ours (io/,
-# src/, tests/fuzz/), when the memory it touched was allocated by our code (libhdf5 writing past a buffer
-# of ours is our bug: the buffer was sized wrong), or when there is no stack; else "hdf5 FUNCTION" for a
-# frame inside libhdf5.
+# Where the first report of the harness's own process (pid $2; a probe worker's, headed by another pid,
+# is contained and skipped) in log $1 points: "dsolve" when the innermost frame with known code is ours
+# (io/, src/, tests/fuzz/), when the memory it touched was allocated by our code (libhdf5 writing past a
+# buffer of ours is our bug: the buffer was sized wrong), or when there is no stack; else "hdf5 FUNCTION"
+# for a frame inside libhdf5.
 classify() {
-    symbolized "$1" | awk '
+    symbolized "$1" | awk -v pid="${2:-0}" '
         function ours(l) { return l ~ /(io|src|tests\/fuzz)\/([A-Za-z0-9_]+\/)*[A-Za-z0-9_]+\.[ch]:[0-9]+/ }
         /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error:/ {
             if (on) exit
-            on = 1; sec = "access"; next }
+            if (pid != 0 && match($0, /^==[0-9]+==/) && substr($0, 3, RLENGTH - 4) != pid) { skip = 1; next }
+            skip = 0; on = 1; sec = "access"; next }
+        skip { next }
         on && /(allocated|freed) by thread/ { sec = $0 ~ /allocated/ ? "alloc" : "freed"; next }
         on && /^ *#[0-9]+ / {
             if (sec == "access" && where == "") {
@@ -192,7 +195,7 @@ fuzz_on() {
             { echo "=== scope-$w-$restarts: crash scope, exit 3"; grep -v '^#[0-9]' "$log" | tail -5; } >>"$dir/hdf5/log"
             continue
         fi
-        where=$(classify "$log")
+        where=$(classify "$log" "$pid")
         unit=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
         # (workers that hit the same input write the same file: the first to get here moves it)
         if [[ $where == hdf5* && ${DSOLVE_FUZZ_STRICT:-0} != 1 && -n $unit ]] &&
