@@ -153,7 +153,7 @@ harness_count() {
 # OUT/H/result.TAG and fails when the verdict is not OK. Executions are the fuzzing ones: each libFuzzer
 # start first runs the whole corpus again (its "INITED" count), which is not counted.
 fuzz_on() {
-    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS restarts=0 left rc n c init where unit limit pid scope slice rest
+    local h=$1 w=$2 dir=$out/$1 t0=$SECONDS restarts=0 left rc n c init where unit limit pid scope slice rest nc
     local log=$dir/log.$w execs=0 contained=0 hdf5=0 verdict=OK on slices=0
     count_put "$dir/count.$w" 0
     touch "$dir/on.$w"  # the workers on H now share what is left
@@ -165,7 +165,10 @@ fuzz_on() {
             [ "$rest" -gt 0 ] && { [ "$slices" -eq 0 ] || [ "$left" -ge 30 ]; } || break
             slices=$((slices + 1))
             on=$(find "$dir" -maxdepth 1 -name 'on.*' | wc -l)
-            limit=(-runs=$(((rest + on - 1) / (on > 0 ? on : 1))))
+            # (libFuzzer's -runs counts the corpus replay too, and the corpus grows: without the margin
+            # a target closer than the corpus is large was never reached, slice after slice)
+            nc=$(find "$dir/corpus" "$root/tests/fuzz/corpus/$h" -type f | wc -l)
+            limit=(-runs=$(((rest + on - 1) / (on > 0 ? on : 1) + nc + 1000)))
             [ "$slice" -le "${FUZZ_SLICE:-300}" ] || slice=${FUZZ_SLICE:-300}
         fi
         "$bin/fuzz_$h" -max_total_time="$slice" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
