@@ -111,12 +111,19 @@ static size_t inflate_into(const unsigned char *src, size_t n, unsigned char *ou
     return st == Z_STREAM_END ? got : got == cap ? cap : SIZE_MAX;
 }
 
-static int wrong_size(hsize_t row, size_t size, size_t chunk)
+// The chunk at row: "VERB [more than ]N bytes where a chunk holds C" (damaged).
+static int bad_size(hsize_t row, const char *verb, size_t size, size_t chunk)
 {
     char what[96];
-    snprintf(what, sizeof what, "decodes to %s%zu bytes where a chunk holds %zu", size > chunk ? "more than " : "",
+    snprintf(what, sizeof what, "%s %s%zu bytes where a chunk holds %zu", verb, size > chunk ? "more than " : "",
              size > chunk ? chunk : size, chunk);
     return damaged(row, what);
+}
+
+// A chunk that does not decode to exactly one chunk's bytes.
+static int wrong_size(hsize_t row, size_t size, size_t chunk)
+{
+    return bad_size(row, "decodes to", size, chunk);
 }
 
 // Decodes one stored chunk (raw, n bytes, in d->raw) through the pipeline, skipping the filters that mask
@@ -340,12 +347,8 @@ int h5i_filters_read_rows(hid_t dset, hsize_t row0, hsize_t n, hsize_t cols, hid
             ok = ok && H5Dget_chunk_storage_size(dset, at, &stored) >= 0;
             if (ok && stored != size)
                 ok = damaged(r, "has two sizes in the chunk index");
-            if (ok && d.nf == 0 && size != d.chunk) {  // (read in place below: exactly one chunk's bytes)
-                char what[96];
-                snprintf(what, sizeof what, "is stored in %llu bytes where a chunk holds %zu", (unsigned long long)size,
-                         d.chunk);
-                ok = damaged(r, what);
-            }
+            if (ok && d.nf == 0 && size != d.chunk)  // (read in place below: exactly one chunk's bytes)
+                ok = bad_size(r, "is stored in", (size_t)size, d.chunk);
             if (ok && size > d.raw_cap) {
                 unsigned char *more = realloc(d.raw, size);
                 ok = more != NULL || out_of_memory((size_t)size);
