@@ -5,6 +5,8 @@
 // provides: h5i_check_storage, h5i_standard_type
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "h5io_internal.h"
@@ -118,16 +120,55 @@ static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const cha
     return DS_OK;
 }
 
+// The number of bytes the dataset's fill value is stored in, or −1 where that cannot be told. libhdf5's
+// H5Pget_fill_value copies as many bytes as the value's type has from a buffer of the stored size, so a
+// damaged message that stores fewer would be read past its end. No call returns that size, but the
+// property list's own encoding (H5Pencode, HDF5 1.10 to 1.14) carries it: the property's name, the
+// allocation and fill times (a byte each), then the size as a little-endian 64-bit integer. The last
+// occurrence of the name is the property: filter parameters encoded before it may hold the same bytes;
+// the value itself, when shorter than its (at most 8-byte) type, cannot hold the 11 of the name.
+static int64_t stored_fill_size(hid_t dcpl)
+{
+    static const char key[] = "fill_value";  // with its terminating zero: 11 bytes
+    size_t n = 0;
+#if H5_VERSION_GE(1, 12, 0)
+    herr_t st = H5Pencode2(dcpl, NULL, &n, H5P_DEFAULT);
+#else
+    herr_t st = H5Pencode(dcpl, NULL, &n);
+#endif
+    unsigned char *b = st >= 0 && n > 0 ? malloc(n) : NULL;
+#if H5_VERSION_GE(1, 12, 0)
+    st = b ? H5Pencode2(dcpl, b, &n, H5P_DEFAULT) : -1;
+#else
+    st = b ? H5Pencode(dcpl, b, &n) : -1;
+#endif
+    int64_t size = -1;
+    for (size_t i = 0; st >= 0 && i + sizeof key + 2 + 8 <= n; i++)
+        if (memcmp(b + i, key, sizeof key) == 0) {
+            uint64_t u = 0;
+            for (int k = 7; k >= 0; k--)
+                u = u << 8 | b[i + sizeof key + 2 + k];
+            size = (int64_t)u;
+        }
+    free(b);
+    return size;
+}
+
 // Parts never written read as the fill value, unless the dataset defines none or its fill time is "never":
 // libhdf5 then leaves the reader's memory as it was, so those values would be whatever the buffer held.
 // Such a dataset is refused unless every part of it is written (all the chunks its shape holds, or its
 // contiguous storage).
-static int check_fill(hid_t dset, hid_t dcpl, const char *path, const char *name, uint64_t n_elements, ds_msg *msg)
+static int check_fill(hid_t dset, hid_t dcpl, size_t elsize, const char *path, const char *name, uint64_t n_elements,
+                      ds_msg *msg)
 {
     H5D_fill_value_t status = H5D_FILL_VALUE_ERROR;
     H5D_fill_time_t when = H5D_FILL_TIME_ERROR;
     if (H5Pfill_value_defined(dcpl, &status) < 0 || H5Pget_fill_time(dcpl, &when) < 0)  // libhdf5 reads none of it
         return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: cannot read its fill value (damaged)", path, name);
+    int64_t stored = status == H5D_FILL_VALUE_USER_DEFINED ? stored_fill_size(dcpl) : -1;
+    if (stored > 0 && (size_t)stored != elsize)
+        return ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: its fill value is stored in %lld bytes where its type has "
+                       "%zu (damaged)", path, name, (long long)stored, elsize);
     if (n_elements == 0 ||
         (when != H5D_FILL_TIME_NEVER && (status == H5D_FILL_VALUE_DEFAULT || status == H5D_FILL_VALUE_USER_DEFINED)))
         return DS_OK;
@@ -171,7 +212,7 @@ int h5i_check_storage(hid_t dset, const char *path, const char *name, uint64_t n
     if (rc == DS_OK)
         rc = check_chunk_index(dset, dcpl, path, name, (double)st.st_size, msg);
     if (rc == DS_OK)
-        rc = check_fill(dset, dcpl, path, name, n_elements, msg);
+        rc = check_fill(dset, dcpl, elsize, path, name, n_elements, msg);
     h5i_close_plist(dcpl);
     h5i_close_type(t);
     return rc;

@@ -4,7 +4,8 @@
 // exactly what was written, also from rows that cut chunks, from big-endian f32 read as f64 and f32, with
 // chunks never written (the fill value), and with the checksum of HDF5 1.6.2 and before, and unfiltered
 // chunked files as well (fetched raw too); a chunk written raw that inflates short or long, an unfiltered
-// edge chunk or chunk of an unfiltered dataset stored short, a chunk whose checksum fails, and
+// edge chunk or chunk of an unfiltered dataset stored short, a chunk whose checksum fails, a fill value
+// stored shorter than its type, and
 // another filter (scale-offset) fail with DS_ERR_INPUT and a line that says why; a read that cannot get the
 // memory to decode a chunk is DS_ERR_RUNTIME (exit 1), not the file's fault.
 // Runs on rank 0; other ranks only take part in the verdict.
@@ -172,6 +173,26 @@ static void patch_key(const char *p, uint32_t from, uint32_t to)
         fclose(f);
 }
 
+// Each fill-value message of p (the size 8, then FILL_VALUE) made to say it stores `to` bytes: a damaged
+// message that libhdf5 1.10 accepts, after which its H5Pget_fill_value reads past the value it stored.
+static void patch_fill(const char *p, uint32_t to)
+{
+    FILE *f = fopen(p, "r+b");
+    static unsigned char b[1 << 16];
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0, hits = 0;
+    unsigned char msg[12] = {8, 0, 0, 0};
+    memcpy(msg + 4, &FILL_VALUE, 8);
+    for (size_t i = 0; i + sizeof msg <= n; i++)
+        if (memcmp(b + i, msg, sizeof msg) == 0) {
+            hits++;
+            fseek(f, (long)i, SEEK_SET);
+            fwrite(&to, 4, 1, f);
+        }
+    CHECK(f && hits >= 1, "%s: no fill-value message found", p);
+    if (f)
+        fclose(f);
+}
+
 // A zlib stream of n bytes of v, in *out (the caller frees it); its length in *len.
 static void *zbytes(size_t n, int v, size_t *len)
 {
@@ -262,6 +283,10 @@ static void test_unfiltered(void)
     patch_key(p, CR * COLS * 8, 100);
     // (libhdf5's lookup sizes an unfiltered chunk by its shape, its index walk by the key: they differ)
     expect_refused("an unfiltered chunk stored short", p, "the chunk at row 0 has two sizes in the chunk index");
+    p = make("fillshort.h5", HALF | WIDE | FILL | PAD | OLD);
+    patch_fill(p, 4);
+    expect_refused("a fill value stored in 4 bytes", p, "its fill value is stored in 4 bytes where its type has 8 (damaged)");
+    read_back("the same, undamaged", make("fillok.h5", HALF | WIDE | FILL | PAD | OLD), 0, ROWS, 0, CR, FILL_VALUE);
 }
 
 int main(int argc, char **argv)
