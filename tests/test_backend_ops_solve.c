@@ -207,9 +207,11 @@ static void grad_update_one(ops_run *r, const xblock *x, const gu_args *a)
 void case_solve_grad_update(ops_run *r)
 {
     // and more rows than one wave of the GPU's single-read pass takes (its CTAs loop over row chunks), and
-    // rows wider than a warp holds (a row a CTA)
-    static const xshape more[] = {{9001, 300, 1}, {2003, 1500, 0}};
-    for (int s = 0; s < NX + 2; s++)
+    // rows wider than a warp holds (a row a CTA: 16 and 32 doubles a thread, ops_dim adding up to a quarter
+    // to n; at 4 000 columns its warps once read e[i] after thread 0 had updated it, a race that corrupted
+    // g on 150 000 rows on an H100, too rare to be seen on these rows)
+    static const xshape more[] = {{9001, 300, 1}, {2003, 1500, 0}, {3001, 3100, 0}};
+    for (int s = 0; s < NX + 3; s++)
         for (int f32 = 0; f32 <= 1; f32++) {
             ops_mem h = {NULL};
             xblock x;

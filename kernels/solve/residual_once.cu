@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
 
 // Wider rows (1 024 < nc ≤ 4 096, f64): the CTA's 4 warps share a row, K doubles a thread, the row's
 // sum over the warps in shared memory (two slots, by row parity: one barrier a row); a thread's column
-// sums stay in registers and it writes them itself.
+// sums stay in registers and it writes them itself. Every thread reads the row's e before the barrier,
+// thread 0 alone writes it after.
 constexpr int kRwMaxCols = 4096;
 
 template <typename T, int K>
@@ -103,7 +104,9 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
     int parity = 0;
     for (int64_t i = blockIdx.x; i < rows; i += gridDim.x, parity ^= 1) {
         const T *row = X + i * cols + c0;
-        double x[K], s = 0.0;
+        // e[i] read by every thread before the barrier: thread 0 writes it after the barrier, and a warp
+        // reading it there could see the new value (a race that corrupted g on 150 000 × 4 000, H100)
+        double x[K], s = 0.0, ei = e[i];
 #pragma unroll
         for (int k = 0; k < K; k++) {
             const int j = t + kRrThreads * k;
@@ -116,7 +119,6 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
         if (lane == 0)
             s_part[parity * nwarps + warp] = s;
         __syncthreads();  // (the other slot was last read before the previous row's barrier)
-        double ei = e[i];
         for (int w = 0; w < nwarps; w++)
             ei -= s_part[parity * nwarps + w];
         if (t == 0) {
