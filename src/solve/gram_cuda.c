@@ -1,11 +1,12 @@
 // gram_cuda.c: G = XᵀX and c = Xᵀy for f64 X on the CUDA backend, the product that dominates the Gram
 // route, cholesky and the network's output fit. Two plans, each writing the same symmetric G on every run
 // (the reduction's order is fixed):
-//   tiled (default) the n columns in tiles of t, the tiles on and above the diagonal (about half of a full
+//   tiled (below 2 000 columns) the n columns in tiles of t, the tiles on and above the diagonal (about half of a full
 //         GEMM's flops, as in SYRK), each split over ks chunks of rows; one batched GEMM per tile shape,
 //         the smaller shapes on side streams beside the first (DSOLVE_GRAM_CONCURRENT=0: one after another,
 //         the same bits);
-//   syrk  cuBLAS DSYRK on row chunks (DSOLVE_GRAM_KSPLIT=0).
+//   syrk  cuBLAS DSYRK on row chunks: X of 2 000 columns and more (measured faster there), or any X
+//         with DSOLVE_GRAM_KSPLIT=0 (DSOLVE_GRAM_KSPLIT=K > 0 gives the tiles K row chunks at any width).
 // Uniform tiles (the default; DSOLVE_GRAM_UNIFORM=0: a narrower last tile): where n is not a multiple of
 // t, the last tile starts at n − t (overlapping the one before it), so that every GEMM is t × t, one
 // batched call for each row-chunk length (the narrow last tile column ran at 2/3 of the others' rate on an
@@ -22,6 +23,8 @@
 #include "backend/backend_cuda.h"
 #include "solve/gram_cuda.h"
 #include "solve/solve_kernels.h"
+
+enum { GRAM_SYRK_COLS = 2000 };  // from this width the plan is DSYRK (gram_make_plan)
 
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
@@ -56,7 +59,11 @@ static gram_plan gram_make_plan(int64_t m, int64_t n)
     ks = ks > 16 ? 16 : ks < 1 ? 1 : ks;
     while (ks > 1 && (double)ks * p.ldp * p.ldp * 8 > 2e9)  // partials stay under 2 GB
         ks--;
-    p.ks = env_int("DSOLVE_GRAM_KSPLIT", ks);
+    // Wide X: cuBLAS DSYRK on row chunks beats the tiles from 2 000 columns (one H100, 2026-11-27, XᵀX in
+    // ms, DSYRK against tiles: 200 000 × 2 000 15.6 / 21.9, 200 000 × 3 000 36.4 / 52.1, 150 000 × 4 000
+    // 49.4 / 63.9, 100 000 × 6 000 80.0 / 95.8), the tiles below it (100 000 × 1 000 3.63 / 2.56, 10⁶ × 1 000
+    // 36.4 / 25.9); 1 000 < n < 2 000 not measured, so the tiles stay there.
+    p.ks = env_int("DSOLVE_GRAM_KSPLIT", n >= GRAM_SYRK_COLS ? 0 : ks);
     if (p.ks > 0 && (m + p.ks - 1) / p.ks > INT_MAX)  // cuBLAS's batched GEMMs take k as int
         p.ks = (m + INT_MAX - 1) / INT_MAX;
     p.kc = p.ks > 0 ? (m + p.ks - 1) / p.ks : m;
