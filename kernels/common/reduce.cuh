@@ -25,7 +25,8 @@ __device__ __forceinline__ double warp_sum(double v)
     return v;
 }
 
-// Sum over the CTA in a fixed order; every thread gets the same value. All threads must call it.
+// Sum over the CTA in a fixed order; every thread gets the same value. All threads must call it, and the
+// CTA must be whole warps (warp_sum shuffles over all 32 lanes; every launch is a multiple of 32).
 // s_red holds one double per warp. Ends with a barrier, so it also orders the memory accesses
 // before it against those after it.
 __device__ double block_sum(double v, double *s_red)
