@@ -120,6 +120,16 @@ static int check_chunk_index(hid_t dset, hid_t dcpl, const char *path, const cha
     return DS_OK;
 }
 
+// A property list's encoding (HDF5 1.12 added the file access list argument).
+static herr_t encode_plist(hid_t plist, unsigned char *buf, size_t *n)
+{
+#if H5_VERSION_GE(1, 12, 0)
+    return H5Pencode2(plist, buf, n, H5P_DEFAULT);
+#else
+    return H5Pencode(plist, buf, n);
+#endif
+}
+
 // The number of bytes the dataset's fill value is stored in, or −1 where that cannot be told. libhdf5's
 // H5Pget_fill_value copies as many bytes as the value's type has from a buffer of the stored size, so a
 // damaged message that stores fewer would be read past its end. No call returns that size, but the
@@ -131,17 +141,9 @@ static int64_t stored_fill_size(hid_t dcpl)
 {
     static const char key[] = "fill_value";  // with its terminating zero: 11 bytes
     size_t n = 0;
-#if H5_VERSION_GE(1, 12, 0)
-    herr_t st = H5Pencode2(dcpl, NULL, &n, H5P_DEFAULT);
-#else
-    herr_t st = H5Pencode(dcpl, NULL, &n);
-#endif
+    herr_t st = encode_plist(dcpl, NULL, &n);
     unsigned char *b = st >= 0 && n > 0 ? malloc(n) : NULL;
-#if H5_VERSION_GE(1, 12, 0)
-    st = b ? H5Pencode2(dcpl, b, &n, H5P_DEFAULT) : -1;
-#else
-    st = b ? H5Pencode(dcpl, b, &n) : -1;
-#endif
+    st = b ? encode_plist(dcpl, b, &n) : -1;
     int64_t size = -1;
     for (size_t i = 0; st >= 0 && i + sizeof key + 2 + 8 <= n; i++)
         if (memcmp(b + i, key, sizeof key) == 0) {

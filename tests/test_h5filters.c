@@ -152,45 +152,41 @@ static void expect_refused(const char *name, const char *p, const char *want)
           name, rc, m.text, want);
 }
 
+// Every place in p's first 64 KB that holds the len bytes of pattern gets `to` in its first 4 bytes
+// (little-endian, as the file); the number of such places.
+static size_t patch(const char *p, const void *pattern, size_t len, uint32_t to)
+{
+    FILE *f = fopen(p, "r+b");
+    static unsigned char b[1 << 16];
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0, hits = 0;
+    for (size_t i = 0; i + len <= n; i++)
+        if (memcmp(b + i, pattern, len) == 0) {
+            hits++;
+            fseek(f, (long)i, SEEK_SET);
+            fwrite(&to, 4, 1, f);
+        }
+    if (f)
+        fclose(f);
+    return hits;
+}
+
 // The v1 B-tree key of p's chunk at (0, 0) (its size, filter mask 0, offsets 0, 0, 0) made to say `to`
 // bytes: what a damaged index does (libhdf5 stores an unfiltered chunk's size itself, whatever it is given).
 static void patch_key(const char *p, uint32_t from, uint32_t to)
 {
-    FILE *f = fopen(p, "r+b");
-    static unsigned char b[1 << 16];
-    size_t n = f ? fread(b, 1, sizeof b, f) : 0, hits = 0, at = 0;
     unsigned char key[32] = {0};
-    memcpy(key, &from, 4);  // (little-endian, as the file)
-    for (size_t i = 0; i + sizeof key <= n; i++)
-        if (memcmp(b + i, key, sizeof key) == 0)
-            hits++, at = i;
-    CHECK(f && hits == 1, "%s: the key of chunk (0, 0) found %zu times", p, hits);
-    if (f && hits == 1) {
-        fseek(f, (long)at, SEEK_SET);
-        fwrite(&to, 4, 1, f);
-    }
-    if (f)
-        fclose(f);
+    memcpy(key, &from, 4);
+    const size_t hits = patch(p, key, sizeof key, to);
+    CHECK(hits == 1, "%s: the key of chunk (0, 0) found %zu times", p, hits);
 }
 
 // Each fill-value message of p (the size 8, then FILL_VALUE) made to say it stores `to` bytes: a damaged
 // message that libhdf5 1.10 accepts, after which its H5Pget_fill_value reads past the value it stored.
 static void patch_fill(const char *p, uint32_t to)
 {
-    FILE *f = fopen(p, "r+b");
-    static unsigned char b[1 << 16];
-    size_t n = f ? fread(b, 1, sizeof b, f) : 0, hits = 0;
     unsigned char msg[12] = {8, 0, 0, 0};
     memcpy(msg + 4, &FILL_VALUE, 8);
-    for (size_t i = 0; i + sizeof msg <= n; i++)
-        if (memcmp(b + i, msg, sizeof msg) == 0) {
-            hits++;
-            fseek(f, (long)i, SEEK_SET);
-            fwrite(&to, 4, 1, f);
-        }
-    CHECK(f && hits >= 1, "%s: no fill-value message found", p);
-    if (f)
-        fclose(f);
+    CHECK(patch(p, msg, sizeof msg, to) >= 1, "%s: no fill-value message found", p);
 }
 
 // A zlib stream of n bytes of v, in *out (the caller frees it); its length in *len.
