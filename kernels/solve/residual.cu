@@ -76,6 +76,7 @@ __global__ void __launch_bounds__(kGuThreads, kGuBlocksPerSm)
                     s += __shfl_xor_sync(gmask, s, off, G);
                 ei[u] -= s;
                 const int64_t i = i0 + u * stride;
+                __syncwarp(gmask);  // the group's reads of e[i] are ordered before lane 0 writes it
                 if (lane == 0 && i < rows)
                     e[i] = ei[u];
             }

@@ -58,6 +58,7 @@ __global__ void __launch_bounds__(kRrThreads, kRrBlocksPerSm)
         for (int k = 0; k < K; k++)
             s = fma(x[k], s_c[lane + 32 * k], s);
         ei -= warp_sum(s);  // every lane gets the same bits
+        __syncwarp();       // every lane's read of e[i] is ordered before lane 0 writes it
         if (lane == 0)
             e[i] = ei;
 #pragma unroll
