@@ -24,6 +24,8 @@ constexpr int kFastMax = 128;
 constexpr int kGuThreads = 256;
 constexpr int kGuBlocksPerSm = 4;  // with ≤ 64 registers per thread, 4 × 256 threads fit per SM
 
+// One long kernel: the loads in flight, the group's update of e and the CTA's reduction share its
+// registers and shared memory; split, e would go through memory once more.
 template <typename T, int G, int K>
 __global__ void __launch_bounds__(kGuThreads, kGuBlocksPerSm)
     grad_update_fused(const T *__restrict__ X, int64_t rows, int64_t cols, double *__restrict__ e,
