@@ -155,6 +155,7 @@ void case_solve_block_grams(ops_run *r);
 void case_solve_grad_update(ops_run *r);
 void case_solve_block_step(ops_run *r);
 void case_solve_gram(ops_run *r);
+void case_solve_gram_single(ops_run *r);
 void case_solve_gram_sweeps(ops_run *r);
 void case_solve_chol_factor(ops_run *r);
 void case_solve_chol_solve(ops_run *r);

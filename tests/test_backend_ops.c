@@ -342,6 +342,7 @@ static const ops_case cases[] = {
     {"solve.grad_update", case_solve_grad_update},
     {"solve.block_step", case_solve_block_step},
     {"solve.gram", case_solve_gram},
+    {"solve.gram_single", case_solve_gram_single},
     {"solve.gram_sweeps", case_solve_gram_sweeps},
     {"solve.chol_factor", case_solve_chol_factor},
     {"solve.chol_solve", case_solve_chol_solve},

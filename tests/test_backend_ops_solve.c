@@ -239,7 +239,9 @@ static int gram_on(ds_ctx *c, const xblock *x, const double *y, double *out)
     ds_mat A = mat_on(&m, x);
     const double *yd = ops_put(&m, y, (size_t)x->rows * 8);
     double *o = ops_new(&m, (size_t)len * 8);
-    int rc = ops_ran(c, c->be->solve->gram(c, &A, yd, o), "solve.gram");
+    const int single = getenv("DSOLVE_TEST_GRAM_SINGLE") != NULL;  // case_solve_gram_single
+    int rc = ops_ran(c, (single ? c->be->solve->gram_single : c->be->solve->gram)(c, &A, yd, o),
+                     single ? "solve.gram_single" : "solve.gram");
     ops_get(&m, out, o, (size_t)len * 8);
     ops_release(&m);
     return rc;
@@ -322,4 +324,38 @@ void case_solve_gram(ops_run *r)
             }
             ops_release(&h);
         }
+}
+
+// gram_single, where a backend has it (the CPU's): [G | c] summed in float from X and y rounded to float,
+// within float's bound of the exact Gram (2·(m + ranks + 2)·u_float of √(G_ii·G_jj): the rounding of X
+// and y, and the sums), and yy in double (gram's bound).
+void case_solve_gram_single(ops_run *r)
+{
+    ds_ctx *c = r->dut->be->solve->gram_single ? r->dut : r->cpu && r->cpu->be->solve->gram_single ? r->cpu : NULL;
+    if (!c)
+        return;
+    setenv("DSOLVE_TEST_GRAM_SINGLE", "1", 1);
+    for (int s = 0; s < NX; s++)
+        for (int f32 = 0; f32 <= 1; f32++) {
+            ops_mem h = {NULL};
+            xblock x;
+            xblock_make(r, &h, &xshapes[s], f32, &x);
+            const int64_t n = x.n, len = n * n + n + 1, n1 = n + 1;
+            double *y = ops_new(&h, (size_t)x.rows * 8), *got = ops_new(&h, (size_t)len * 8);
+            double *want = ops_new(&h, (size_t)len * 8), *fg = ops_new(&h, (size_t)(n1 * n1) * 8);
+            double *fw = ops_new(&h, (size_t)(n1 * n1) * 8);
+            ops_fill(r, y, x.rows, -1, 1, 1);
+            int st = gram_on(c, &x, y, got);
+            gram_ref(&x, y, want);
+            gram_full(got, n, fg);
+            gram_full(want, n, fw);
+            char shape[96];
+            xblock_text(r, &x, c == r->dut ? "" : " (on the CPU)", shape, sizeof shape);
+            const double tol = 2.0 * (double)(x.m + r->nranks + 2) * (FLT_EPSILON / 2);
+            ops_report(r, "solve.gram_single", shape, ops_dtype_name(f32), ops_err_gram(fg, fw, n1, n1), tol, st);
+            const double yy = fabs(got[len - 1] - want[len - 1]) / fmax(want[len - 1], DBL_MIN);
+            ops_report(r, "solve.gram_single yy", shape, "f64", yy, rows_tol(r, &x, 0), st);
+            ops_release(&h);
+        }
+    unsetenv("DSOLVE_TEST_GRAM_SINGLE");
 }

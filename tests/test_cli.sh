@@ -165,7 +165,21 @@ assert j["rel_residual"] < 1e-12 and j["normal_residual"] < 1e-12 and j["coef_er
 assert isinstance(j["refined"], bool) and 0 <= j["refine_seconds"] <= j["solve_seconds"], j
 h = j["residual_history"]
 assert len(h) == 2 and h[0] == 1 and h[1] == j["rel_residual"], h
+# the CPU backend sums X'X in single precision and refines; a GPU forms it in double
+want = "single" if j["backend"] == "cpu" else "double"
+assert j["gram_precision"] == want and "gram_fallback" not in j, j
+assert j["passes"] >= 2 + j["refine_steps"] and (want == "single" or j["refine_steps"] <= 1), j
 PY
+"$mpiexec" -np 2 "$dsolve" solve --method cholesky --rows 20000 --cols 200 --gram-precision double --json >chold.json 2>stderr.txt
+[ $? -eq 0 ] && ok || bad "solve --method cholesky --gram-precision double failed: $(cat stderr.txt)"
+"$py" - <<'PY' && ok || bad "cholesky --gram-precision double: $(cat chold.json)"
+import json
+s, d = json.load(open("chol.json")), json.load(open("chold.json"))
+assert d["gram_precision"] == "double" and d["refine_steps"] <= 1 and d["passes"] == 3, d
+assert d["rel_residual"] < 1e-12 and abs(d["coef_error"] - s["coef_error"]) < 1e-13, (s, d)
+PY
+"$dsolve" solve --backend cpu --method cholesky --rows 5000 --cols 50 | grep -q "X'X in single precision, [1-8] refinement steps\? in double" && ok ||
+    bad "cholesky's summary does not say how X'X was formed"
 "$py" - <<'PY'
 import h5py, numpy as np
 rng = np.random.default_rng(2)
@@ -186,6 +200,8 @@ expect 4 "column 2[^0-9]" 3 solve --input dup0.h5 --method cholesky --output out
 import h5py, json, numpy as np
 j = json.loads(open("zero.json").read())
 assert j["zero_columns"] == 1 and j["rel_residual"] < 1e-12, j
+# a zero column is one single precision cannot tell from an underflowed one: X'X again in double
+assert j["backend"] != "cpu" or (j["gram_precision"] == "double" and j["gram_fallback"].startswith("column 4 of X")), j
 with h5py.File("out.h5") as f:
     a = f["a"][...]
 assert a[4] == 0 and np.allclose(a, [1, 2, 3, 4, 0, 6], rtol=0, atol=1e-10), a

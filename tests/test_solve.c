@@ -1,8 +1,8 @@
 // test_solve.c: SolveBak on the CPU backend against LAPACK's least-squares solution (dgelsd), between
 // its two routes, between this run's rank count and one rank, and run to run; and --method cholesky
 // (the equilibrated normal equations with one refinement step): exact and noisy problems, columns
-// scaled by 1e±100, a duplicated column (exit 4, naming it), a zero column, and every rank count up to
-// this run's. Run under mpirun with 1 to 4 ranks; rank 0 computes the references on the whole problem.
+// scaled by 1e±100, a duplicated column (exit 4, naming it), a zero column, every rank count up to
+// this run's, and X'X in single precision with its refinement against X'X in double. Run under mpirun with 1 to 4 ranks; rank 0 computes the references on the whole problem.
 #include <ctype.h>
 #include <float.h>
 #include <lapacke.h>
@@ -173,7 +173,8 @@ static void check_divergence(void)
 // --method cholesky
 
 // What cholesky reports besides the coefficients: one "sweep", history [1, rel_residual], stop reason
-// solved, refined 0 or 1, and the refinement's time inside the solve's.
+// solved, its Gram's precision and refinement steps (at most 1 from a double G), and the refinement's
+// time inside the solve's.
 static void check_chol_report(const char *name, const sb_result *r)
 {
     CHECK(r->method && strcmp(r->method, "cholesky") == 0, "%s: method %s", name, r->method ? r->method : "(none)");
@@ -183,7 +184,11 @@ static void check_chol_report(const char *name, const sb_result *r)
     CHECK(r->history && r->history[0] == 1.0 && r->history[1] == r->rel_residual,
           "%s: history [%.3e, %.3e], want [1, rel_residual %.3e]", name, r->history ? r->history[0] : NAN,
           r->history ? r->history[1] : NAN, r->rel_residual);
-    CHECK(r->refined == 0 || r->refined == 1, "%s: refined %d", name, r->refined);
+    const int single = r->gram_precision && strcmp(r->gram_precision, "single") == 0;
+    CHECK(single || (r->gram_precision && strcmp(r->gram_precision, "double") == 0), "%s: gram precision %s", name,
+          r->gram_precision ? r->gram_precision : "(none)");
+    CHECK(r->refined >= 0 && r->refined <= (single ? 8 : 1) && r->passes >= 2 + r->refined && r->passes <= 11,
+          "%s: refined %d in %d passes (X'X in %s)", name, r->refined, r->passes, r->gram_precision);
     CHECK(r->refine_seconds >= 0 && r->refine_seconds <= r->solve_seconds, "%s: refine %.3g s of a %.3g s solve",
           name, r->refine_seconds, r->solve_seconds);
 }
@@ -332,6 +337,40 @@ static void check_chol_ranks(const tcase *t)
     solvebak_result_free(&all);
 }
 
+// X'X in single precision and its refinement (the CPU backend's default) against X'X in double: the same
+// coefficients to ≤ tol (relative), a normal residual as low (within 4× and ε²), and on each problem the
+// precision expected: single kept (fallback NULL) or set aside for double with a reason that starts with
+// `fallback`, whose coefficients are then the double run's, bit for bit.
+static void check_chol_single(const tcase *t, const char *fallback, double tol)
+{
+    tcase d = *t;
+    d.o.gram_double = 1;
+    sb_result rs = {0}, rd = {0};
+    int rc = run_solve(MPI_COMM_WORLD, t, &rs, NULL, 0), rc2 = run_solve(MPI_COMM_WORLD, &d, &rd, NULL, 0);
+    CHECK(rc == DS_OK && rc2 == DS_OK, "%s: solve failed (%d, %d)", t->name, rc, rc2);
+    if (rc == DS_OK && rc2 == DS_OK) {
+        check_chol_report(t->name, &rs);
+        const double diff = test_rel_diff(rs.a, rd.a, t->p.cols);
+        CHECK(diff <= tol, "%s: single vs double X'X: coefficients differ by %.3e > %.1e (%d steps)", t->name, diff,
+              tol, rs.refined);
+        CHECK(rs.normal_residual <= 4 * rd.normal_residual + DBL_EPSILON * DBL_EPSILON,
+              "%s: normal residual %.3e from single X'X, %.3e from double", t->name, rs.normal_residual,
+              rd.normal_residual);
+        CHECK(strcmp(rd.gram_precision, "double") == 0 && !rd.gram_fallback[0], "%s: --gram-precision double took %s",
+              t->name, rd.gram_precision);
+        if (!fallback)
+            CHECK(strcmp(rs.gram_precision, "single") == 0 && !rs.gram_fallback[0],
+                  "%s: single X'X set aside: %s", t->name, rs.gram_fallback);
+        else
+            CHECK(strcmp(rs.gram_precision, "double") == 0 && strncmp(rs.gram_fallback, fallback, strlen(fallback)) == 0 &&
+                  rs.fallback_seconds > 0 && memcmp(rs.a, rd.a, (size_t)t->p.cols * sizeof(double)) == 0,
+                  "%s: want the single X'X set aside (%s...), got %s (%s)", t->name, fallback, rs.gram_precision,
+                  rs.gram_fallback);
+    }
+    solvebak_result_free(&rs);
+    solvebak_result_free(&rd);
+}
+
 // The cholesky checks above, on their problems.
 static void check_cholesky(void)
 {
@@ -353,6 +392,23 @@ static void check_cholesky(void)
                          (gen_lsq){.rows = 3000, .cols = 64, .seed = 14, .corr = 0.5}, 40, 63);
     check_chol_ranks(&(tcase){.name = "cholesky, rank counts", .p = {.rows = 1001, .cols = 40, .seed = 15, .noise = 0.1,
                               .corr = 0.3}, .o = chol, .zero_col = -1});
+    const struct {
+        const char *name;
+        gen_lsq p;
+        int f32, scaled;
+        const char *fallback;
+        double tol;
+    } sd[] = {
+        {"single X'X, exact y", exact, 0, 0, NULL, 1e-13},
+        {"single X'X, noisy y", noisy, 0, 0, NULL, 1e-13},
+        {"single X'X, float32 input", noisy, 1, 0, NULL, 1e-13},
+        {"single X'X, rho 0.999", {.rows = 3000, .cols = 50, .seed = 16, .corr = 0.999}, 0, 0, NULL, 1e-11},
+        {"single X'X, columns scaled by 1e±100", noisy, 0, 1, "column 0 of X leaves single", 0},
+        {"single X'X, rho 0.99999", {.rows = 3000, .cols = 50, .seed = 17, .corr = 0.99999}, 0, 0, "cond(X) about", 0},
+    };
+    for (size_t i = 0; i < sizeof sd / sizeof sd[0]; i++)
+        check_chol_single(&(tcase){.name = sd[i].name, .p = sd[i].p, .f32 = sd[i].f32, .o = chol, .zero_col = -1,
+                                   .scaled = sd[i].scaled}, sd[i].fallback, sd[i].tol);
 }
 
 int main(int argc, char **argv)

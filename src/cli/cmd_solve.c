@@ -36,6 +36,11 @@ static const ds_opt solve_table[] = {
      "cholesky: X'X once, equilibrated, factored and solved, then one refinement step; qr: TSQR over the ranks, "
      "for ill-conditioned X; auto: cholesky when the factor shows X well conditioned, else qr (residual "
      "SolveBak when X'X would not fit), and says why"},
+    {"gram-precision", OPT_CHOICE, "auto", "auto|double", 0, 0,
+     "cholesky: auto (the default) sums X'X in single precision on the CPU backend, at twice the rate, then "
+     "refines the answer to double's accuracy in passes over X, and forms X'X again in double when X leaves "
+     "float's range or is too ill-conditioned for that; GPUs and a streamed X always take double; double: "
+     "X'X in double and one refinement step"},
     {"block-solve", OPT_FLAG, NULL, NULL, 0, 0,
      "SolveBak: solve each block exactly (block Gauss-Seidel) and correct the block sums after every sweep; "
      "converges on correlated columns"},
@@ -110,6 +115,7 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         .progress = 0,
         .block_solve = opts_flag(a, "block-solve"),
         .coarse = opts_flag(a, "block-solve") && !opts_flag(a, "no-coarse"),
+        .gram_double = strcmp(opts_str(a, "gram-precision"), "double") == 0,
     };
     if (opts_flag(a, "no-coarse") && !opts_flag(a, "block-solve"))
         return ds_fail(msg, DS_ERR_USAGE, "--no-coarse goes with --block-solve");

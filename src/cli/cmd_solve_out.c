@@ -102,8 +102,15 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     json_num(&j, "sweep_seconds", res->sweep_seconds);
     json_num(&j, "check_seconds", res->check_seconds);
     if (strcmp(res->method, "cholesky") == 0) {
-        json_bool(&j, "refined", res->refined);
+        json_bool(&j, "refined", res->refined > 0);
+        json_int(&j, "refine_steps", res->refined);
         json_num(&j, "refine_seconds", res->refine_seconds);
+        json_str(&j, "gram_precision", res->gram_precision);
+        json_int(&j, "passes", res->passes);
+        if (res->gram_fallback[0]) {
+            json_str(&j, "gram_fallback", res->gram_fallback);
+            json_num(&j, "fallback_seconds", res->fallback_seconds);
+        }
     }
     if (strcmp(res->method, "qr") == 0) {  // setup_seconds split: the slowest rank's own R, then the combine
         json_num(&j, "qr_local_seconds", res->qr_local_seconds);
@@ -144,7 +151,11 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
         printf(" (%d x %s)", solve_devices(ctx), ctx->device_name);
     printf("%s%s%s\n", ctx->backend_note[0] ? " — " : "", ctx->backend_note, "");
     const int chol = strcmp(res->method, "cholesky") == 0, qr = strcmp(res->method, "qr") == 0;
-    if (chol)
+    if (chol && strcmp(res->gram_precision, "single") == 0)
+        printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), X'X in single precision, "
+               "%d refinement step%s in double (%d passes over X)\n",
+               res->cond_estimate, res->refined, res->refined == 1 ? "" : "s", res->passes);
+    else if (chol)
         printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), refinement step %s\n",
                res->cond_estimate, res->refined ? "kept" : "not kept (it did not lower the normal residual)");
     else if (qr)
@@ -156,6 +167,9 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
                : r->so.coarse       ? "block solve with the coarse correction"
                                     : "block solve",
                res->sweeps, res->stop_reason);
+    if (chol && res->gram_fallback[0])
+        printf("  X'X in double: the single-precision attempt (%.4g s, in the solve's time) was set aside: %s\n",
+               res->fallback_seconds, res->gram_fallback);
     if (res->method_reason[0])
         printf("  auto: %s\n", res->method_reason);
     printf("  relative residual %.3e   normal residual %.3e", res->rel_residual, res->normal_residual);

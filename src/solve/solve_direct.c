@@ -2,7 +2,9 @@
 // iterative refinement) and the certificate every method ends with.
 #include "solve/solve_work.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 // ‖x‖₂ without overflow or underflow in the squares (x scaled by its largest magnitude).
@@ -47,30 +49,83 @@ static int sb_chol_cond(ds_ctx *ctx, const double *F, int64_t n, sb_work *w, dou
     return DS_OK;
 }
 
+// Why the single-precision attempt is set aside (sb_single_verdict), with its value's format.
+enum { SB_KEEP, SB_FB_RANGE, SB_FB_FACTOR, SB_FB_COND, SB_FB_SLOW, SB_FB_STEPS };
+static const char *const sb_fb_format[] = {
+    [SB_FB_RANGE] = "column %.0f of X leaves single precision's range",
+    [SB_FB_FACTOR] = "X'X in single precision is not positive definite at column %.0f",
+    [SB_FB_COND] = "cond(X) about %.2g from the single-precision factor: its refinement would be slow",
+    [SB_FB_SLOW] = "the refinement steps shrink by only %.2g a step",
+    [SB_FB_STEPS] = "the refinement did not reach double's rounding in %.0f steps",
+};
+// The single attempt is set aside beyond this cond(X) estimate (its steps shrink by about
+// cond(X)²·ε_float: 300² · 6e-8 = 5e-3 a step), or when a step shrinks by less than SB_SINGLE_RATE while
+// still above SB_SINGLE_NOISE of the first step (the float error, ε_float·cond(X)²; the steps' own noise in
+// double lies many orders below), or after SB_SINGLE_STEPS steps.
+#define SB_SINGLE_COND_MAX 300.0
+#define SB_SINGLE_RATE 0.05
+#define SB_SINGLE_NOISE 1e-6
+#define SB_SINGLE_STEPS 8
+
+// Rank 0's verdict (code SB_*, value v) on every rank: all ranks take the same path after it. Not keep:
+// w->fallback and w->why say why, and the attempt ends (the caller forms G in double).
+static int sb_single_verdict(ds_ctx *ctx, sb_work *w, int code, double v)
+{
+    double msg[2] = {code, v};
+    MPI_Bcast(msg, 2, MPI_DOUBLE, 0, ctx->comm);
+    if (msg[0] == SB_KEEP)
+        return 0;
+    snprintf(w->why, sizeof w->why, sb_fb_format[(int)msg[0]], msg[1]);
+    w->fallback = w->why;
+    return 1;
+}
+
+// The single-precision G's range: each X_j's ‖X_j‖² (diag, host) within float's normal range with room
+// (a column that underflows to 0 looks like a zero column; one that overflows is Inf), c finite.
+static int sb_single_range(ds_ctx *ctx, sb_work *w, int64_t n, double *host)
+{
+    DS_CHECK(ctx->be->download(ctx, host, w->diag, (size_t)n * sizeof(double)));
+    DS_CHECK(ctx->be->download(ctx, host + n, w->g, (size_t)n * sizeof(double)));
+    int64_t bad = -1;
+    for (int64_t j = 0; j < n && bad < 0; j++)
+        if (!(host[j] >= 1e-30 && host[j] <= 1e37 && isfinite(host[n + j])))
+            bad = j;
+    sb_single_verdict(ctx, w, bad < 0 ? SB_KEEP : SB_FB_RANGE, (double)bad);
+    return DS_OK;
+}
+
 // --method cholesky, in place of the sweeps: the equilibrated Cholesky factor of the reduced G (in place,
 // its scales in w->coef) and a = S·F⁻¹·S·c. Both stay for the refinement. A G that is not positive
 // definite, or not finite, is a numerical failure (exit 4) naming the column; ranks agree on it after the
-// step (G is the same on every rank, so they all see it).
+// step (G is the same on every rank, so they all see it). With w->single, a G out of float's range, not
+// positive definite, or too ill-conditioned for the refinement sets w->fallback instead.
 int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
-    double *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    double *host = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(double));
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     int info = 0;
-    int rc = sb_chol_range(ctx, w->diag, n, host);
-    if (rc == DS_OK)
+    int rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
+    if (rc == DS_OK && !w->fallback)
         rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
-    if (rc == DS_OK && info > 0)
+    if (rc == DS_OK && !w->fallback && w->single)
+        sb_single_verdict(ctx, w, info > 0 ? SB_FB_FACTOR : SB_KEEP, info - 1);
+    if (rc == DS_OK && !w->fallback && info > 0)
         rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC,
                      "solve --method cholesky: X'X is singular at column %d (counting from 0) of %lld after "
                      "scaling: X is rank deficient (a column is a combination of earlier ones), or too "
                      "ill-conditioned for the normal equations",
                      info - 1, (long long)n);
-    if (rc == DS_OK)
+    if (rc == DS_OK && !w->fallback)
         rc = sb_chol_cond(ctx, w->sys, n, w, host, &res->cond_estimate);
+    if (rc == DS_OK && !w->fallback && w->single)
+        sb_single_verdict(ctx, w, res->cond_estimate > SB_SINGLE_COND_MAX ? SB_FB_COND : SB_KEEP,
+                          res->cond_estimate);
     free(host);
     DS_CHECK(rc);
+    if (w->fallback)
+        return DS_OK;
     DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->sys + n * n, w->a, 0));
     DS_CHECK(be->copy(ctx, w->hist + 1, w->ee, sizeof(double)));  // the certificate replaces it
     res->sweeps = 1;
@@ -124,6 +179,7 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1));
     res->zero_columns = 0;
     DS_CHECK(ctx_agree(ctx, sb_check(ctx, X, y, w, res)));
+    res->passes++;
     int keep = res->normal_residual < before.normal_residual;
     MPI_Bcast(&keep, 1, MPI_INT, 0, ctx->comm);
     res->refined = keep;
@@ -135,11 +191,74 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     return be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
 }
 
+// The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed by its
+// certificate pass and kept while it lowers the normal residual (the first that does not is undone). They
+// end at a step below a's rounding (2ε·max|a|, not taken), at one that no longer shrinks (by half) in the
+// noise of double (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too slowly, or too
+// many, set w->fallback. Collective: rank 0 decides.
+static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
+{
+    const ds_backend *be = ctx->be;
+    const int64_t n = X->cols;
+    double *host = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(double));
+    if (!host)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = DS_OK;
+    double first = 0, prev = 0;
+    for (int k = 1; rc == DS_OK; k++) {
+        const sb_result before = *res;
+        rc = be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double));
+        if (rc == DS_OK)
+            rc = be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1);
+        if (rc == DS_OK)
+            rc = be->download(ctx, host, w->a, (size_t)n * sizeof(double));
+        if (rc == DS_OK)
+            rc = be->download(ctx, host + n, w->g, (size_t)n * sizeof(double));
+        if (rc != DS_OK)
+            break;
+        double step = 0, big = 0;
+        for (int64_t j = 0; j < n; j++) {
+            step = fmax(step, fabs(host[j] - host[n + j]));
+            big = fmax(big, fabs(host[j]));
+        }
+        first = k == 1 ? step : first;
+        const int noise = step <= SB_SINGLE_NOISE * first;
+        int verdict = step <= 2.0 * DBL_EPSILON * big || (k > 1 && noise && step > 0.5 * prev) ? 1  // done
+                      : k > 1 && !noise && step > SB_SINGLE_RATE * prev                       ? 2  // slow
+                      : k > SB_SINGLE_STEPS                                                    ? 3  // too many
+                                                                                               : 0;
+        MPI_Bcast(&verdict, 1, MPI_INT, 0, ctx->comm);
+        if (verdict) {
+            rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+            if (verdict > 1)
+                sb_single_verdict(ctx, w, verdict == 2 ? SB_FB_SLOW : SB_FB_STEPS,
+                                  verdict == 2 ? step / prev : SB_SINGLE_STEPS);
+            break;
+        }
+        prev = step;
+        res->zero_columns = 0;
+        rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));
+        res->passes++;
+        int keep = rc == DS_OK && res->normal_residual < before.normal_residual;
+        MPI_Bcast(&keep, 1, MPI_INT, 0, ctx->comm);
+        if (rc == DS_OK && !keep) {
+            res->rel_residual = before.rel_residual;
+            res->normal_residual = before.normal_residual;
+            res->zero_columns = before.zero_columns;
+            rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+            break;
+        }
+        res->refined += keep;
+    }
+    free(host);
+    return rc;
+}
+
 // The refinement between marks 5 and 6 (refine_seconds).
 int sb_chol_refine_timed(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     DS_CHECK(ctx->be->mark(ctx, 5));
-    DS_CHECK(sb_chol_refine(ctx, X, y, w, res));
+    DS_CHECK(w->single ? sb_chol_refine_single(ctx, X, y, w, res) : sb_chol_refine(ctx, X, y, w, res));
     DS_CHECK(ctx->be->mark(ctx, 6));
     return ctx->be->elapsed(ctx, 5, 6, &res->refine_seconds);
 }

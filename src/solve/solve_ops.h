@@ -111,6 +111,11 @@ typedef struct solve_ops {
     // local rows (a partial sum); y is double.
     int (*gram)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
 
+    // gram, with G and c summed in single precision from X and y rounded to float (yy in double): the
+    // Gram that --method cholesky factors and then refines to double's accuracy in passes over X
+    // (solve_direct.c). NULL where the backend has none (a GPU's FP64 rate leaves nothing to gain).
+    int (*gram_single)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
+
     int (*gram_sweeps)(ds_ctx *ctx, const ds_gram_args *args);
 
     // The block solve's pseudo-inverses. For each block b < ⌈n / batch⌉ (nb = min(batch, n − b·batch)

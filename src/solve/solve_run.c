@@ -144,7 +144,7 @@ static int sb_finish(ds_ctx *ctx, int64_t n, double pass, int method, const sb_o
     }
     res->history[res->sweeps] = res->rel_residual;
     res->bytes = method == SB_METHOD_CHOLESKY || method == SB_METHOD_QR
-                     ? 2.0 * pass  // the Gram pass (QR: the copy) and the certificate pass
+                     ? res->passes * pass  // the Gram pass (QR: the copy), the certificate, refinement steps
                  : method == SB_METHOD_GRAM   ? pass
                                               : pass * (1.0 + 2.0 * res->sweeps);
     int finite = isfinite(res->rel_residual) && isfinite(res->normal_residual);
@@ -172,6 +172,36 @@ int sb_run_method(ds_ctx *ctx, const ds_mat *X, const double *y, int64_t n_rows_
                   sb_result *res)
 {
     return sb_run_core(ctx, X, y, NULL, n_rows_global, opts, res);
+}
+
+// One attempt at the solve once its buffers are there: the method, the certificate, cholesky's refinement.
+// An attempt that ends with w->fallback set (the same on every rank) is the caller's to set aside.
+static int sb_attempt(ds_ctx *ctx, const ds_mat *X, const double *y, const sb_opts *o, int method, sb_work *w,
+                      sb_result *res)
+{
+    int rc = ctx_agree(ctx, sb_solve(ctx, X, y, o, method, w, res));
+    if (rc != DS_OK || w->fallback)
+        return rc;
+    rc = ctx->be->download(ctx, res->history, w->hist, (size_t)(res->sweeps + 1) * sizeof(double));
+    if (rc == DS_OK)
+        rc = ctx->be->mark(ctx, 3);
+    if (rc == DS_OK) {
+        ctx_beat(ctx, "solve: the certificate pass");
+        res->zero_columns = 0;
+        rc = sb_check(ctx, X, y, w, res);
+        res->passes = 2;  // X'X (or QR's copy) and the certificate
+    }
+    if (rc == DS_OK) {
+        rc = ctx->be->mark(ctx, 4);
+        if (rc == DS_OK)
+            rc = ctx->be->elapsed(ctx, 3, 4, &res->check_seconds);
+    }
+    rc = ctx_agree(ctx, rc);
+    if (rc == DS_OK && method == SB_METHOD_CHOLESKY) {
+        ctx_beat(ctx, "solve: refinement");
+        rc = sb_chol_refine_timed(ctx, X, y, w, res);
+    }
+    return rc;
 }
 
 int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
@@ -210,26 +240,25 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     if (rc == DS_OK && rows)  // a chunk's sums: its Gram, or the residual route's block Grams or certificate
         rc = sb_alloc(ctx, &w.acc, method != SB_METHOD_RESIDUAL ? n * n + n + 1 : grams > n + 1 ? grams : n + 1);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
+    // cholesky on a backend with the single-precision Gram: that first (solve_direct.c), in double when set aside.
+    w.single = method == SB_METHOD_CHOLESKY && !o.gram_double && !rows && !o.ckpt && ctx->be->solve->gram_single;
+    const double t0 = MPI_Wtime();
     if (rc == DS_OK)
-        rc = ctx_agree(ctx, sb_solve(ctx, X, y, &o, method, &w, res));
-    if (rc == DS_OK)
-        rc = ctx->be->download(ctx, res->history, w.hist, (size_t)(res->sweeps + 1) * sizeof(double));
-    if (rc == DS_OK)
-        rc = ctx->be->mark(ctx, 3);
-    if (rc == DS_OK) {
-        ctx_beat(ctx, "solve: the certificate pass");
-        rc = sb_check(ctx, X, y, &w, res);
+        rc = sb_attempt(ctx, X, y, &o, method, &w, res);
+    if (rc == DS_OK && w.fallback) {
+        ctx_log(ctx, "solve: %s: X'X formed again in double precision", w.fallback);
+        snprintf(res->gram_fallback, sizeof res->gram_fallback, "%s", w.fallback);
+        double tried = MPI_Wtime() - t0;
+        MPI_Allreduce(MPI_IN_PLACE, &tried, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        res->fallback_seconds = tried;
+        res->refined = res->passes = 0;
+        res->cond_estimate = 0;
+        w.single = 0;
+        w.fallback = NULL;
+        rc = sb_attempt(ctx, X, y, &o, method, &w, res);
     }
-    if (rc == DS_OK) {
-        rc = ctx->be->mark(ctx, 4);
-        if (rc == DS_OK)
-            rc = ctx->be->elapsed(ctx, 3, 4, &res->check_seconds);
-    }
-    rc = ctx_agree(ctx, rc);
-    if (rc == DS_OK && method == SB_METHOD_CHOLESKY) {
-        ctx_beat(ctx, "solve: refinement");
-        rc = sb_chol_refine_timed(ctx, X, y, &w, res);
-    }
+    if (method == SB_METHOD_CHOLESKY)
+        res->gram_precision = w.single ? "single" : "double";
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
     rc = ctx_agree(ctx, rc);
@@ -240,7 +269,9 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     if (rc != DS_OK)
         return rc;
 
-    return sb_finish(ctx, n, (double)n_rows_global * (double)n * (X->f32 ? 4.0 : 8.0), method, &o, res);
+    rc = sb_finish(ctx, n, (double)n_rows_global * (double)n * (X->f32 ? 4.0 : 8.0), method, &o, res);
+    res->solve_seconds += res->fallback_seconds;  // the honest total: the attempt set aside is part of the solve
+    return rc;
 }
 
 void solvebak_result_free(sb_result *res)

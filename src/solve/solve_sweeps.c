@@ -156,7 +156,9 @@ int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
 {
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
-    DS_CHECK(w->rows ? sb_gram_stream(ctx, n, w) : be->solve->gram(ctx, X, y, w->sys));
+    DS_CHECK(w->rows     ? sb_gram_stream(ctx, n, w)
+             : w->single ? be->solve->gram_single(ctx, X, y, w->sys)
+                         : be->solve->gram(ctx, X, y, w->sys));
     DS_CHECK(sb_injected(ctx, "setup", &ctx->msg));
     DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->sys, n * n + n + 1));

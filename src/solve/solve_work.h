@@ -30,6 +30,9 @@ typedef struct sb_work {
     sb_resume rs;
     double *qr[4];  // solve_qr.c's buffers
     double *bs[8];  // the block solve's buffers (solve_sweeps.c)
+    int single;     // cholesky: this attempt's G is the backend's single-precision Gram (gram_single)
+    const char *fallback;  // cholesky: set (the same on every rank) when the single attempt is set aside
+    char why[160];  // the reason behind fallback
 } sb_work;
 
 // What the host needs to decide after each sweep when it checks (tol > 0, progress or checkpoints).
