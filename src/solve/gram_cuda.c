@@ -24,7 +24,9 @@
 #include "solve/gram_cuda.h"
 #include "solve/solve_kernels.h"
 
-enum { GRAM_SYRK_COLS = 2000 };  // from this width the plan is DSYRK (gram_make_plan)
+// From GRAM_SYRK_COLS columns the plan is DSYRK, and from GRAM_SYRK_COLS_TALL when a rank has at least
+// GRAM_SYRK_ROWS rows (gram_make_plan).
+enum { GRAM_SYRK_COLS = 2000, GRAM_SYRK_COLS_TALL = 1500, GRAM_SYRK_ROWS = 200000 };
 
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
@@ -62,8 +64,13 @@ static gram_plan gram_make_plan(int64_t m, int64_t n)
     // Wide X: cuBLAS DSYRK on row chunks beats the tiles from 2 000 columns (one H100, 2026-11-27, XᵀX in
     // ms, DSYRK against tiles: 200 000 × 2 000 15.6 / 21.9, 200 000 × 3 000 36.4 / 52.1, 150 000 × 4 000
     // 49.4 / 63.9, 100 000 × 6 000 80.0 / 95.8), the tiles below it (100 000 × 1 000 3.63 / 2.56, 10⁶ × 1 000
-    // 36.4 / 25.9); 1 000 < n < 2 000 not measured, so the tiles stay there.
-    p.ks = env_int("DSOLVE_GRAM_KSPLIT", n >= GRAM_SYRK_COLS ? 0 : ks);
+    // 36.4 / 25.9). Between them (the same H100s, 2026-11-27, afternoon): DSYRK holds 37-39 TFLOP/s of
+    // m·n² at 1 500 columns while the tiles fall with the rows (100 000 × 1 500 5.73 / 5.18, 200 000 × 1 500
+    // 11.5 / 13.2, 400 000 × 1 500 23.8 / 29.9, 10⁶ × 1 500 60.6 / 88.2); the tiles keep 1 250 (100 000 and
+    // 200 000 rows: 5.09 / 3.94, 10.2 / 9.2) and 1 750 (100 000 rows: 9.97 / 7.06; 200 000: 19.0 / 18.4,
+    // within 3 %).
+    const int syrk = n >= GRAM_SYRK_COLS || (n >= GRAM_SYRK_COLS_TALL && m >= GRAM_SYRK_ROWS);
+    p.ks = env_int("DSOLVE_GRAM_KSPLIT", syrk ? 0 : ks);
     if (p.ks > 0 && (m + p.ks - 1) / p.ks > INT_MAX)  // cuBLAS's batched GEMMs take k as int
         p.ks = (m + INT_MAX - 1) / INT_MAX;
     p.kc = p.ks > 0 ? (m + p.ks - 1) / p.ks : m;
