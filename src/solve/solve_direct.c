@@ -84,14 +84,15 @@ static int sb_single_verdict(ds_ctx *ctx, sb_work *w, int code, double v)
 // (a column that underflows to 0 looks like a zero column; one that overflows is Inf), c finite.
 static int sb_single_range(ds_ctx *ctx, sb_work *w, int64_t n, double *host)
 {
-    DS_CHECK(ctx->be->download(ctx, host, w->diag, (size_t)n * sizeof(double)));
-    DS_CHECK(ctx->be->download(ctx, host + n, w->g, (size_t)n * sizeof(double)));
+    int rc = ctx->be->download(ctx, host, w->diag, (size_t)n * sizeof(double));
+    if (rc == DS_OK)
+        rc = ctx->be->download(ctx, host + n, w->g, (size_t)n * sizeof(double));
     int64_t bad = -1;
-    for (int64_t j = 0; j < n && bad < 0; j++)
+    for (int64_t j = 0; j < n && bad < 0 && rc == DS_OK; j++)
         if (!(host[j] >= 1e-30 && host[j] <= 1e37 && isfinite(host[n + j])))
             bad = j;
-    sb_single_verdict(ctx, w, bad < 0 ? SB_KEEP : SB_FB_RANGE, (double)bad);
-    return DS_OK;
+    sb_single_verdict(ctx, w, bad < 0 ? SB_KEEP : SB_FB_RANGE, (double)bad);  // on every rank, as it is collective
+    return rc;
 }
 
 // --method cholesky, in place of the sweeps: the equilibrated Cholesky factor of the reduced G (in place,
@@ -109,8 +110,8 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
     int rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
     if (rc == DS_OK && !w->fallback)
         rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
-    if (rc == DS_OK && !w->fallback && w->single)
-        sb_single_verdict(ctx, w, info > 0 ? SB_FB_FACTOR : SB_KEEP, info - 1);
+    if (!w->fallback && w->single)  // the verdicts are collective: every rank, whatever its rc
+        sb_single_verdict(ctx, w, rc == DS_OK && info > 0 ? SB_FB_FACTOR : SB_KEEP, info - 1);
     if (rc == DS_OK && !w->fallback && info > 0)
         rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC,
                      "solve --method cholesky: X'X is singular at column %d (counting from 0) of %lld after "
@@ -119,8 +120,8 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
                      info - 1, (long long)n);
     if (rc == DS_OK && !w->fallback)
         rc = sb_chol_cond(ctx, w->sys, n, w, host, &res->cond_estimate);
-    if (rc == DS_OK && !w->fallback && w->single)
-        sb_single_verdict(ctx, w, res->cond_estimate > SB_SINGLE_COND_MAX ? SB_FB_COND : SB_KEEP,
+    if (!w->fallback && w->single)
+        sb_single_verdict(ctx, w, rc == DS_OK && res->cond_estimate > SB_SINGLE_COND_MAX ? SB_FB_COND : SB_KEEP,
                           res->cond_estimate);
     free(host);
     DS_CHECK(rc);
@@ -214,6 +215,7 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
             rc = be->download(ctx, host, w->a, (size_t)n * sizeof(double));
         if (rc == DS_OK)
             rc = be->download(ctx, host + n, w->g, (size_t)n * sizeof(double));
+        rc = ctx_agree(ctx, rc);  // before the broadcasts below, which every rank must reach
         if (rc != DS_OK)
             break;
         double step = 0, big = 0;
