@@ -249,9 +249,9 @@ void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d)
     d->a_true = malloc((size_t)d->X.cols * sizeof(double));
     ds_msg why = {{0}};
     if (!d->a_true || h5io_read_vector(path, "a_true", d->X.cols, d->a_true, &why) != DS_OK) {
-        free(d->a_true);  // a reference that cannot be read is not compared against; say so
+        free(d->a_true);  // a reference that cannot be read is not compared against: the caller says so
         d->a_true = NULL;
-        ctx_log(ctx, "dsolve: not comparing with /a_true: %s", why.text[0] ? why.text : "out of host memory");
+        snprintf(d->a_true_note, sizeof d->a_true_note, "%s", why.text[0] ? why.text : "out of host memory");
     }
 }
 

@@ -14,6 +14,8 @@ typedef struct ds_data {
     double *y;    // rows, backend memory
     int64_t rows_global, row0;
     double *a_true;  // [cols], host memory, or NULL when the source has none
+    char a_true_note[512];  // why a source's /a_true could not be read (the caller says so once it has
+                            // an answer, so that a run that fails ends with its one error line), or empty
     char source[300];
     int x_exp, y_exp;  // data_load_lsq_ranged: X and y hold the file's values times 2^−x_exp, 2^−y_exp
     int host;  // set by the caller before loading: X and y in host memory (the backend's host_alloc:
@@ -54,8 +56,8 @@ int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const
 // d holds the rank's place (rows_global, row0, X.rows, X.cols, X.f32 = f32) and source, no data (for
 // a streamed input, core/rows.h). Collective.
 int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
-// d->a_true from path's /a_true when it has one (X.cols long); one that cannot be read is left NULL
-// with a note on stderr.
+// d->a_true from path's /a_true when it has one (X.cols long); one that cannot be read is left NULL, with
+// the reason in d->a_true_note.
 void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d);
 // Divides v (n float or double values) by 2^e (e = 0: leaves it) and returns the largest magnitude before.
 double data_rescale(void *v, int f32, int64_t n, int e);
