@@ -1,7 +1,8 @@
 // test_gpu.c: the CUDA backend against the CPU backend on whole solves (both SolveBak routes, batches of 1
-// and more, f32 and f64, correlated columns; and --method cholesky), on fresh random problems (the seed is
-// printed so a failure can be replayed with DSOLVE_TEST_SEED). Their operations one by one are test_backend_ops's. Run with
-// 1, 2 or 4 ranks, one GPU each; exits 77 (skipped) where the ranks have no GPU of their own.
+// and more, f32 and f64, correlated columns; and --method cholesky, X'X in double and in TF32), on fresh
+// random problems (the seed is printed so a failure can be replayed with DSOLVE_TEST_SEED). Their
+// operations one by one are test_backend_ops's. Run with 1, 2 or 4 ranks, one GPU each; exits 77
+// (skipped) where the ranks have no GPU of their own.
 #include <string.h>
 
 #include "core/data.h"
@@ -48,11 +49,12 @@ static void test_solve(pair *p, int64_t m, int64_t n, int f32, int batch, int me
 
 // --method cholesky on both backends, on a fresh consistent problem (y = X·a_true): the coefficients
 // within 1e-10 of each other (relative), and each backend's certificate, the relative and the normal
-// residual, ≤ 1e-12.
-static void test_cholesky(pair *p, int64_t m, int64_t n, int f32, double corr)
+// residual, ≤ 1e-12. low: --gram-precision low (X'X in TF32 on the GPU, refined). want: the GPU's
+// gram_precision, where the case decides it (NULL: either, as an ill-conditioned X may set TF32 aside).
+static void test_cholesky(pair *p, int64_t m, int64_t n, int f32, double corr, int low, const char *want)
 {
     gen_lsq prob = {.rows = m, .cols = n, .seed = p->seed + 1, .corr = corr};
-    sb_opts o = {.batch = 100, .iters = 10, .line_search = 1, .method = SB_METHOD_CHOLESKY};
+    sb_opts o = {.batch = 100, .iters = 10, .line_search = 1, .method = SB_METHOD_CHOLESKY, .gram_low = low};
     ds_ctx *c[2] = {&p->cpu, &p->gpu};
     sb_result r[2] = {{0}};
     const int solved = solve_both(p, &prob, f32, &o, r);
@@ -63,6 +65,9 @@ static void test_cholesky(pair *p, int64_t m, int64_t n, int f32, double corr)
               (long long)m, (long long)n, f32 ? "f32" : "f64", c[i]->be->name, r[i].rel_residual, r[i].normal_residual,
               r[i].refined);
     }
+    if (solved && want)
+        CHECK(strcmp(r[1].gram_precision, want) == 0, "cholesky %lld x %lld%s on cuda: X'X in %s (%s), want %s",
+              (long long)m, (long long)n, low ? " low" : "", r[1].gram_precision, r[1].gram_fallback, want);
     double d = r[0].a && r[1].a ? test_rel_diff(r[1].a, r[0].a, n) : INFINITY;
     CHECK(d <= 1e-10, "cholesky %lld x %lld %s rho %.1f: cuda vs cpu coefficients differ by %.3e", (long long)m,
           (long long)n, f32 ? "f32" : "f64", corr, d);
@@ -88,9 +93,17 @@ int main(int argc, char **argv)
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_RESIDUAL, 0.5);
         test_solve(&p, 20000, 300, 1, 32, SB_METHOD_GRAM, 0.5);
         test_solve(&p, 50000, 1000, 0, 100, SB_METHOD_SOLVEBAK, 0.0);
-        test_cholesky(&p, 20000, 300, 0, 0.0);
-        test_cholesky(&p, 20000, 300, 1, 0.5);
-        test_cholesky(&p, 50000, 1000, 0, 0.3);
+        int ranks;
+        MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+        test_cholesky(&p, 20000, 300, 0, 0.0, 0, "double");  // below the rule of --gram-precision auto
+        test_cholesky(&p, 20000, 300, 1, 0.5, 0, "double");
+        test_cholesky(&p, 50000, 1000, 0, 0.3, 0, "double");
+        test_cholesky(&p, 20000, 300, 0, 0.0, 1, "tf32");
+        test_cholesky(&p, 20000, 300, 1, 0.0, 1, "tf32");
+        test_cholesky(&p, 20000, 300, 0, 0.5, 1, NULL);
+        test_cholesky(&p, 50000, 1000, 0, 0.3, 1, NULL);
+        // 150 000 × 1 000: TF32 by the rule (rows·n² ≥ 1.5e11) on one rank, double on more
+        test_cholesky(&p, 150000, 1000, 0, 0.0, 0, ranks == 1 ? "tf32" : "double");
     }
     ctx_close(&p.gpu);
     ctx_close(&p.cpu);

@@ -36,11 +36,12 @@ static const ds_opt solve_table[] = {
      "cholesky: X'X once, equilibrated, factored and solved, then one refinement step; qr: TSQR over the ranks, "
      "for ill-conditioned X; auto: cholesky when the factor shows X well conditioned, else qr (residual "
      "SolveBak when X'X would not fit), and says why"},
-    {"gram-precision", OPT_CHOICE, "auto", "auto|double", 0, 0,
-     "cholesky: auto (the default) sums X'X in single precision on the CPU backend, at twice the rate, then "
-     "refines the answer to double's accuracy in passes over X, and forms X'X again in double when X leaves "
-     "float's range or is too ill-conditioned for that; GPUs and a streamed X always take double; double: "
-     "X'X in double and one refinement step"},
+    {"gram-precision", OPT_CHOICE, "auto", "auto|low|double", 0, 0,
+     "cholesky: low sums X'X in a lower precision (single on the CPU backend, at twice the rate; TF32 on a "
+     "GPU's tensor cores), then refines the answer to double's accuracy in passes over X, and forms X'X again "
+     "in double when X leaves float's range or is too ill-conditioned for that; auto (the default): low on the "
+     "CPU, and on a GPU where it pays for its extra passes (from 400 columns and 1.5e11 rows x columns^2 a "
+     "rank); double: X'X in double and one refinement step; a streamed X always takes double"},
     {"block-solve", OPT_FLAG, NULL, NULL, 0, 0,
      "SolveBak: solve each block exactly (block Gauss-Seidel) and correct the block sums after every sweep; "
      "converges on correlated columns"},
@@ -116,6 +117,7 @@ static int solve_parse(int argc, char **argv, solve_run *r, ds_msg *msg)
         .block_solve = opts_flag(a, "block-solve"),
         .coarse = opts_flag(a, "block-solve") && !opts_flag(a, "no-coarse"),
         .gram_double = strcmp(opts_str(a, "gram-precision"), "double") == 0,
+        .gram_low = strcmp(opts_str(a, "gram-precision"), "low") == 0,
     };
     if (opts_flag(a, "no-coarse") && !opts_flag(a, "block-solve"))
         return ds_fail(msg, DS_ERR_USAGE, "--no-coarse goes with --block-solve");

@@ -151,10 +151,11 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
         printf(" (%d x %s)", solve_devices(ctx), ctx->device_name);
     printf("%s%s%s\n", ctx->backend_note[0] ? " — " : "", ctx->backend_note, "");
     const int chol = strcmp(res->method, "cholesky") == 0, qr = strcmp(res->method, "qr") == 0;
-    if (chol && strcmp(res->gram_precision, "single") == 0)
-        printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), X'X in single precision, "
-               "%d refinement step%s in double (%d passes over X)\n",
-               res->cond_estimate, res->refined, res->refined == 1 ? "" : "s", res->passes);
+    if (chol && strcmp(res->gram_precision, "double") != 0)
+        printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), X'X in %s, "
+               "%d refinement step%s in double (%d passes over X)\n", res->cond_estimate,
+               strcmp(res->gram_precision, "tf32") == 0 ? "TF32 on the tensor cores" : "single precision",
+               res->refined, res->refined == 1 ? "" : "s", res->passes);
     else if (chol)
         printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), refinement step %s\n",
                res->cond_estimate, res->refined ? "kept" : "not kept (it did not lower the normal residual)");

@@ -15,7 +15,14 @@
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
 // strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
-// provides: gram_xtx_f64
+// The TF32 Gram (gram_xtx_tf32, cholesky's first attempt): [X y] rounded to TF32 a group of rows at a time
+// into one of two float buffers (zero columns pad a row to a whole number of tiles), while the group
+// before it is multiplied: one batched tensor-core GEMM a group, a tile pair (I ≤ J, as in the tiled
+// plan) of each of TF32_KSPLIT row chunks, each chunk summing into its own float partial, the partials
+// added in double at the end. Measured on one H100 (2026-11-27), [X y] of 100 000 × 1 001 (the conversion
+// included): tiles of 128 1.19 ms, of 256 1.20, of 64 1.45, one full product a chunk 1.48, and the same
+// product 1 001 wide, unpadded, 2.37 ms (cuBLAS's kernels for sides not a multiple of 4 are far slower).
+// provides: gram_xtx_f64, gram_xtx_tf32
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
@@ -27,6 +34,8 @@
 // From GRAM_SYRK_COLS columns the plan is DSYRK, and from GRAM_SYRK_COLS_TALL when a rank has at least
 // GRAM_SYRK_ROWS rows (gram_make_plan).
 enum { GRAM_SYRK_COLS = 2000, GRAM_SYRK_COLS_TALL = 1500, GRAM_SYRK_ROWS = 200000 };
+#define TF32_GROUP_BYTES ((int64_t)256 << 20)
+enum { TF32_TILE = 128, TF32_KSPLIT = 16, TF32_GROUPS = 1 };
 
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
@@ -247,5 +256,108 @@ int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const doubl
         CUDA_CHECK(ctx, ds_k_gram_reduce_shifted(P, (int)plan.ks, n, plan.ldp, (plan.T - 1) * plan.t, out,
                                                  st->stream));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
+    return DS_OK;
+}
+
+typedef struct tf32_plan {
+    int64_t ld;          // the side of the products and the rows' stride: n + 1 rounded up to t
+    int64_t t, T;        // tile width, tiles a side (T = 1: one full product a chunk)
+    int64_t ks, kc;      // chunks a group, rows a chunk (cuBLAS's k)
+    int64_t groups;      // groups of ks·kc rows, the last padded with zero rows
+} tf32_plan;
+
+// The plan: tiles of TF32_TILE, TF32_KSPLIT chunks a group, and TF32_GROUPS groups (more where a group's
+// buffer would pass TF32_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer
+// than 64 rows). DSOLVE_TF32_TILE (0: one full product), _KSPLIT and _GROUPS override them.
+static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
+{
+    tf32_plan p;
+    const int64_t n1 = n + 1, side = (n1 + 31) / 32 * 32;
+    p.t = env_int("DSOLVE_TF32_TILE", TF32_TILE);
+    p.t = p.t <= 0 || p.t >= side ? side : (p.t + 31) / 32 * 32;
+    p.ld = (n1 + p.t - 1) / p.t * p.t;
+    p.T = p.ld / p.t;
+    p.ks = env_int("DSOLVE_TF32_KSPLIT", TF32_KSPLIT);
+    p.ks = p.ks < 1 ? 1 : p.ks;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+        free_b = 0;
+    int64_t budget = (int64_t)((free_b + st->scratch_doubles * sizeof(double)) / 8);
+    budget = budget < TF32_GROUP_BYTES ? budget : TF32_GROUP_BYTES;
+    const int64_t fit = budget / (4 * p.ld) / p.ks, most = (m + 64 * p.ks - 1) / (64 * p.ks);
+    p.groups = env_int("DSOLVE_TF32_GROUPS", TF32_GROUPS);
+    p.groups = p.groups > most ? most : p.groups;
+    const int64_t need = fit > 0 ? (m + fit * p.ks - 1) / (fit * p.ks) : 1;  // groups within the budget
+    p.groups = need > p.groups ? need : p.groups;
+    p.groups = p.groups < 1 ? 1 : p.groups;
+    const int64_t rows = (m + p.groups - 1) / p.groups;
+    p.kc = (rows + p.ks - 1) / p.ks;
+    p.groups = (m + p.ks * p.kc - 1) / (p.ks * p.kc);  // no empty group
+    return p;
+}
+
+// The pointers of the tile products for buffer b: (I ≤ J, chunk c) reads columns I·t and J·t of chunk c's
+// rows and writes tile (I, J) of partial c, all A, then all B, then all C.
+static void tf32_pointers(const tf32_plan *p, const float *buf, float *P, const void **host)
+{
+    const int64_t pairs = p->T * (p->T + 1) / 2 * p->ks;
+    int64_t at = 0;
+    for (int64_t c = 0; c < p->ks; c++)
+        for (int64_t I = 0; I < p->T; I++)
+            for (int64_t J = I; J < p->T; J++, at++) {
+                host[at] = buf + c * p->kc * p->ld + I * p->t;
+                host[pairs + at] = buf + c * p->kc * p->ld + J * p->t;
+                host[2 * pairs + at] = P + c * p->ld * p->ld + I * p->t + J * p->t * p->ld;
+            }
+}
+
+// The groups are pipelined: the conversion of one on side stream 0 beside the products of the one before
+// it on the main stream, two buffers in turn (a single group on one H100 took 1.13-1.17 ms for 100 000 ×
+// 1 000, two to eight 1.17-1.33 ms: the conversion barely overlaps the products, which fill the GPU).
+int gram_xtx_tf32(ds_ctx *ctx, const void *X, int f32, int64_t m, int64_t n, const double *y, double *out)
+{
+    cuda_state *st = state(ctx);
+    const tf32_plan p = tf32_make_plan(st, m, n);
+    const int64_t part = p.ld * p.ld, rows = p.ks * p.kc, pairs = p.T * (p.T + 1) / 2 * p.ks;
+    if (p.ld > INT_MAX / 4 || p.kc > INT_MAX)
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "TF32 X'X: %lld columns or %lld rows a chunk exceed cuBLAS's int",
+                       (long long)n, (long long)p.kc);
+    const int nbuf = p.groups > 1 ? 2 : 1;
+    double *scratch;
+    DS_CHECK(scratch_reserve(ctx, (size_t)((nbuf * rows * p.ld + p.ks * part) / 2 + 1), &scratch));
+    float *buf[2] = {(float *)scratch, (float *)scratch + rows * p.ld}, *P = buf[0] + nbuf * rows * p.ld;
+    DS_CHECK(ptrs_reserve(ctx, (size_t)(2 * 3 * pairs)));
+    const void **host = malloc((size_t)(2 * 3 * pairs) * sizeof *host);
+    if (!host)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    for (int b = 0; b < nbuf; b++)
+        tf32_pointers(&p, buf[b], P, host + b * 3 * pairs);
+    cudaError_t up = cudaMemcpyAsync(st->ptrs, host, (size_t)(nbuf * 3 * pairs) * sizeof *host, cudaMemcpyHostToDevice,
+                                     st->stream);
+    DS_CHECK(cuda_wait(ctx, NULL));  // host is pageable and freed next
+    free(host);
+    CUDA_CHECK(ctx, up);
+    // Events: join[b] a conversion into buffer b done, join[2 + b] the products that read it done.
+    CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t g = 0; g < p.groups; g++) {
+        const int b = (int)(g % 2);
+        const int64_t r0 = g * rows, nr = m - r0 < rows ? m - r0 : rows;
+        if (g >= 2)
+            CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->join[2 + b], 0));
+        CUDA_CHECK(ctx, ds_k_tf32_rows(X, f32, y, n, r0, nr, rows, p.ld, buf[b], st->side[0]));
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[b], st->side[0]));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[b], 0));
+        const void *const *A = (const void *const *)st->ptrs + b * 3 * pairs;
+        // C = Aᵀ·B on every tile pair (column-major: the t × kc slices of the ld × kc chunk, one transposed)
+        CUBLAS_CHECK(ctx, cublasGemmBatchedEx(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)p.t, (int)p.t, (int)p.kc, &one,
+                                              A, CUDA_R_32F, (int)p.ld, A + pairs, CUDA_R_32F, (int)p.ld,
+                                              g == 0 ? &zero : &one, (void *const *)(A + 2 * pairs), CUDA_R_32F,
+                                              (int)p.ld, (int)pairs, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                              CUBLAS_GEMM_DEFAULT));
+        CUDA_CHECK(ctx, cudaEventRecord(st->join[2 + b], st->stream));
+    }
+    CUDA_CHECK(ctx, ds_k_gram_reduce_aug_f32(P, (int)p.ks, n, p.ld, part, out, st->stream));
     return DS_OK;
 }

@@ -6,8 +6,9 @@
 // provides: solve_ops_cpu
 #include <cblas.h>
 #include <lapacke.h>
-#include <math.h>
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +314,9 @@ const solve_ops solve_ops_cpu = {
     .block_step = cpu_block_step,
     .gram = cpu_gram,
     .gram_single = cpu_gram_single,
+    .single_name = "single",
+    .single_unit = FLT_EPSILON / 2,
+    .single_cond_max = 300.0,  // its steps shrink by about cond(X)²·ε_float: 300² · 6e-8 = 5e-3 a step
     .gram_sweeps = cpu_gram_sweeps,
     .block_pinv = cpu_block_pinv,
     .block_sums = cpu_block_sums,

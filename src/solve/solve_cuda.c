@@ -15,6 +15,20 @@
 #include "solve/solve_kernels.h"
 #include "solve/solve_ops.h"
 
+// cholesky's TF32 attempt is set aside beyond this estimate of cond(X): its refinement steps shrink by
+// about 5e-5·cond(X)² (simulated on uniform X of 50 000 × 1 000 and 30 000 × 1 000: 4e-5 a step at
+// cond 1.01, 1.8e-4 at 1.84), which is 5e-3 a step at 10.
+#define TF32_COND_MAX 10.0
+
+// The TF32 attempt's two more passes over X, two more solves and its conversion cost about what the
+// tensor cores save on X'X at 100 000 × 1 000 (3.91 ms against 3.92 on an H100, 2026-11-27): --gram-precision
+// auto takes it from TF32_MIN_COLS columns where a rank's rows·n² reach TF32_MIN_WORK (measured, in ms,
+// TF32 against double: 200 000 × 1 000 5.79 / 6.57, 10⁶ × 1 000 20.7 / 29.5, 10⁶ × 500 9.97 / 13.4,
+// 50 000 × 2 000 5.74 / 6.10, 100 000 × 4 000 20.9 / 37.6; below it 100 000 × 500 2.21 / 1.75,
+// 10⁶ × 250 5.24 / 4.55).
+#define TF32_MIN_COLS 400
+#define TF32_MIN_WORK 1.5e11
+
 // ---------------------------------------------------------------------------------------------------
 // Gram products. cuBLAS is column-major: X (m × n row-major) is Xᵀ (n × m, ld n) to it, and the
 // columns c0 .. c0+k of X are rows c0 .. c0+k of that matrix: A = X + c0 with ld n.
@@ -120,6 +134,23 @@ static int cuda_gram(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
         }
         CUDA_CHECK(ctx, ds_k_mirror_upper(out, n, st->stream));
     }
+    return dot_self(ctx, y, m, out + n * n + n);
+}
+
+static int cuda_single_pays(int64_t rows, int64_t n)
+{
+    return n >= TF32_MIN_COLS && (double)rows * (double)n * (double)n >= TF32_MIN_WORK;
+}
+
+// gram_single here: [G | c] from [X y] rounded to TF32, summed on the tensor cores (gram_xtx_tf32, at
+// several times DGEMM's rate), ‖y‖² in double.
+static int cuda_gram_single(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
+{
+    const int64_t n = X->cols, m = X->rows;
+    if (m == 0 || n == 0)
+        CUDA_CHECK(ctx, ds_k_fill(out, n * n + n + 1, 0.0, state(ctx)->stream));
+    else
+        DS_CHECK(gram_xtx_tf32(ctx, X->data, X->f32, m, n, y, out));
     return dot_self(ctx, y, m, out + n * n + n);
 }
 
@@ -275,6 +306,11 @@ const solve_ops solve_ops_cuda = {
     .grad_update = cuda_grad_update,
     .block_step = cuda_block_step,
     .gram = cuda_gram,
+    .gram_single = cuda_gram_single,
+    .single_name = "tf32",
+    .single_unit = 1.0 / 2048,  // TF32's 10 bits of mantissa, rounded to nearest
+    .single_cond_max = TF32_COND_MAX,
+    .single_pays = cuda_single_pays,
     .gram_sweeps = cuda_gram_sweeps,
     .block_pinv = cuda_block_pinv,
     .block_sums = cuda_block_sums,

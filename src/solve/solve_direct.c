@@ -58,14 +58,15 @@ static const char *const sb_fb_format[] = {
     [SB_FB_SLOW] = "the refinement steps shrink by only %.2g a step",
     [SB_FB_STEPS] = "the refinement did not reach double's rounding in %.0f steps",
 };
-// The single attempt is set aside beyond this cond(X) estimate (its steps shrink by about
-// cond(X)²·ε_float: 300² · 6e-8 = 5e-3 a step), or when a step shrinks by less than SB_SINGLE_RATE while
-// still above SB_SINGLE_NOISE of the first step (the float error, ε_float·cond(X)²; the steps' own noise in
-// double lies many orders below), or after SB_SINGLE_STEPS steps.
-#define SB_SINGLE_COND_MAX 300.0
+// The single attempt is set aside beyond the backend's cond(X) estimate (solve_ops' single_cond_max: where
+// its steps would shrink by less than about 5e-3 each), or when a step shrinks by less than SB_SINGLE_RATE
+// while still above SB_SINGLE_NOISE of the first step (the lower precision's error; the steps' own noise in
+// double lies many orders below), or after SB_SINGLE_STEPS steps. A step below SB_SINGLE_DONE·ε·max|a|
+// is not taken: it would change a only in its last bits, and it would cost a pass over X.
 #define SB_SINGLE_RATE 0.05
 #define SB_SINGLE_NOISE 1e-6
 #define SB_SINGLE_STEPS 8
+#define SB_SINGLE_DONE 8.0
 
 // Rank 0's verdict (code SB_*, value v) on every rank: all ranks take the same path after it. Not keep:
 // w->fallback and w->why say why, and the attempt ends (the caller forms G in double).
@@ -121,7 +122,8 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
     if (rc == DS_OK && !w->fallback)
         rc = sb_chol_cond(ctx, w->sys, n, w, host, &res->cond_estimate);
     if (!w->fallback && w->single)
-        sb_single_verdict(ctx, w, rc == DS_OK && res->cond_estimate > SB_SINGLE_COND_MAX ? SB_FB_COND : SB_KEEP,
+        sb_single_verdict(ctx, w,
+                          rc == DS_OK && res->cond_estimate > be->solve->single_cond_max ? SB_FB_COND : SB_KEEP,
                           res->cond_estimate);
     free(host);
     DS_CHECK(rc);
@@ -194,9 +196,9 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
 
 // The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed by its
 // certificate pass and kept while it lowers the normal residual (the first that does not is undone). They
-// end at a step below a's rounding (2ε·max|a|, not taken), at one that no longer shrinks (by half) in the
-// noise of double (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too slowly, or too
-// many, set w->fallback. Collective: rank 0 decides.
+// end at a step near a's rounding (SB_SINGLE_DONE·ε·max|a|, not taken), at one that no longer shrinks (by
+// half) in the noise of double (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too
+// slowly, or too many, set w->fallback. Collective: rank 0 decides.
 static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
@@ -225,10 +227,11 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
         }
         first = k == 1 ? step : first;
         const int noise = step <= SB_SINGLE_NOISE * first;
-        int verdict = step <= 2.0 * DBL_EPSILON * big || (k > 1 && noise && step > 0.5 * prev) ? 1  // done
-                      : k > 1 && !noise && step > SB_SINGLE_RATE * prev                       ? 2  // slow
-                      : k > SB_SINGLE_STEPS                                                    ? 3  // too many
-                                                                                               : 0;
+        const int done = step <= SB_SINGLE_DONE * DBL_EPSILON * big || (k > 1 && noise && step > 0.5 * prev);
+        int verdict = done                                                  ? 1  // done
+                      : k > 1 && !noise && step > SB_SINGLE_RATE * prev ? 2  // slow
+                      : k > SB_SINGLE_STEPS                             ? 3  // too many
+                                                                        : 0;
         MPI_Bcast(&verdict, 1, MPI_INT, 0, ctx->comm);
         if (verdict) {
             rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));

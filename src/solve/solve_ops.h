@@ -111,10 +111,18 @@ typedef struct solve_ops {
     // local rows (a partial sum); y is double.
     int (*gram)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
 
-    // gram, with G and c summed in single precision from X and y rounded to float (yy in double): the
-    // Gram that --method cholesky factors and then refines to double's accuracy in passes over X
-    // (solve_direct.c). NULL where the backend has none (a GPU's FP64 rate leaves nothing to gain).
+    // gram, with G and c summed in a lower precision from X and y rounded to it (yy in double): the Gram
+    // that --method cholesky factors first and then refines to double's accuracy in passes over X
+    // (solve_direct.c). The CPU's: float (SSYRK); CUDA's: TF32 on the tensor cores. single_name is what
+    // the result calls it (gram_precision), single_unit the unit roundoff of X's rounding, and
+    // single_cond_max the estimate of cond(X) beyond which the refinement would be too slow to try.
     int (*gram_single)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
+    const char *single_name;
+    double single_unit;
+    double single_cond_max;
+    // Whether the single attempt is expected to pay for its extra passes over X at this many rows a rank
+    // and n columns (--gram-precision auto); NULL: always.
+    int (*single_pays)(int64_t rows, int64_t n);
 
     int (*gram_sweeps)(ds_ctx *ctx, const ds_gram_args *args);
 

@@ -241,7 +241,9 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         rc = sb_alloc(ctx, &w.acc, method != SB_METHOD_RESIDUAL ? n * n + n + 1 : grams > n + 1 ? grams : n + 1);
     rc = ctx_agree(ctx, rc);  // out of memory on one rank must not leave the others in a collective
     // cholesky on a backend with the single-precision Gram: that first (solve_direct.c), in double when set aside.
-    w.single = method == SB_METHOD_CHOLESKY && !o.gram_double && !rows && !o.ckpt && ctx->be->solve->gram_single;
+    const solve_ops *so = ctx->be->solve;
+    w.single = method == SB_METHOD_CHOLESKY && !o.gram_double && !rows && !o.ckpt && so->gram_single &&
+               (o.gram_low || !so->single_pays || so->single_pays(n_rows_global / ctx->nranks, n));
     const double t0 = MPI_Wtime();
     if (rc == DS_OK)
         rc = sb_attempt(ctx, X, y, &o, method, &w, res);
@@ -258,7 +260,7 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         rc = sb_attempt(ctx, X, y, &o, method, &w, res);
     }
     if (method == SB_METHOD_CHOLESKY)
-        res->gram_precision = w.single ? "single" : "double";
+        res->gram_precision = w.single ? ctx->be->solve->single_name : "double";
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
     rc = ctx_agree(ctx, rc);

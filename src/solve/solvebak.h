@@ -8,10 +8,10 @@
 // And the direct method on the same system, cholesky: columns equilibrated (s_j = 1/‖X_j‖), the Cholesky
 // factor of S·G·S and one solve, then one step of iterative refinement from the certificate pass, kept
 // when it lowers the normal residual. A G that is not positive definite is exit 4. Where the backend
-// offers it (the CPU), G is summed in single precision instead (twice the rate) and the refinement
-// repeated until the steps reach double's rounding (LAPACK dsposv's scheme, in passes over X); when X
-// leaves float's range, looks too ill-conditioned for it, or the steps do not shrink fast, G is formed
-// again in double (solve_direct.c).
+// offers it, G is summed in a lower precision instead (the CPU: single, twice the rate; CUDA: TF32 on the
+// tensor cores) and the refinement repeated until the steps reach double's rounding (LAPACK dsposv's
+// scheme, in passes over X); when X leaves float's range, looks too ill-conditioned for it, or the steps
+// do not shrink fast, G is formed again in double (solve_direct.c).
 // provides: sb_opts, sb_result, solvebak_run, solvebak_run_rows, solvebak_stream_plan, solvebak_result_free,
 //           SB_METHOD_*, SB_STREAM_GRAM_BYTES
 #ifndef DS_SOLVEBAK_H
@@ -40,6 +40,8 @@ typedef struct sb_opts {
     ds_ckpt *ckpt;    // checkpoints and restart (solve_ckpt.c; the Gram route and cholesky), or NULL
     int gram_double;  // cholesky: X'X in double even where the backend offers the single-precision Gram
                       // and its refinement (--gram-precision double)
+    int gram_low;     // cholesky: the backend's single-precision Gram first even where the backend expects
+                      // it not to pay (solve_ops' single_pays; --gram-precision low)
 } sb_opts;
 
 typedef struct sb_result {
@@ -62,7 +64,7 @@ typedef struct sb_result {
     double tried_seconds;  // auto: the method tried first and set aside (wall clock; in solve_seconds)
     int refined;           // cholesky: the refinement steps kept (each lowered the normal residual)
     double refine_seconds; // cholesky: the refinement (a solve and a certificate pass a step); in solve_seconds
-    const char *gram_precision;  // cholesky: "single" (X'X in single precision, then refined) or "double"
+    const char *gram_precision;  // cholesky: "single" or "tf32" (X'X in that precision, then refined) or "double"
     char gram_fallback[160];     // cholesky: why the single-precision X'X was set aside for double, else empty
     double fallback_seconds;     // cholesky: the single-precision attempt set aside (wall clock; in solve_seconds)
     int passes;                  // cholesky: passes over X (X'X, the certificate, one a refinement step)
