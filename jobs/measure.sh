@@ -22,10 +22,11 @@
 #                --memcheck: several at once on a machine with several GPUs; DSOLVE_MEMCHECK_SECONDS, default
 #                900, bounds it)
 #   solve        SolveBak on the seed problem (batch 100 and 1, Gram and residual routes, f32), and
-#                --method cholesky;
+#                --method cholesky (X'X as auto picks it, and in the lower precision: --gram-precision low);
 #                peers: the seed's CuPy solvebak (batch 100 and 1), torch lstsq and normal equations
 #   methods      every solve method on the seed problem (bench solve --method all, peers: the seed's CuPy,
-#                torch's normal equations and lstsq); rho = 0.5 (--block-solve, auto) and condition number
+#                torch's normal equations and lstsq), and cholesky on 400 000 and 10^6 x 1 000 beside torch's
+#                normal equations; rho = 0.5 (--block-solve, auto) and condition number
 #                1e12 (qr, auto) from files that torch (jobs/lstsq_peer.py) solves in the same job; with
 #                2 or more GPUs each method on 4 M x 1 000 on one GPU and on 2 or 4 (and qr with
 #                DSOLVE_QR_GLOBAL=0, the tree: run name methods_4m_qr_tree_npN)
@@ -285,6 +286,7 @@ part_solve() {
     dsr seed_b1 1 solve --batch 1 --method gram --repeat 10
     dsr seed_b1_residual 1 solve --batch 1 --method residual --repeat 3
     dsr seed_cholesky 1 solve --method cholesky --repeat 20
+    dsr seed_cholesky_low 1 solve --method cholesky --gram-precision low --repeat 20
     peers_solve
 }
 
@@ -302,6 +304,7 @@ part_methods() {
     local p=()
     [ -z "$DS_PEERS" ] || p=(--peer "$DS_PEERS/seed_peers.py")
     dsr seed_methods 1 bench solve --method all --sizes 100000 --cols 1000 --repeat 10 "${p[@]}"
+    dsr cholesky_sizes 1 bench solve --method cholesky --sizes 400000,1000000 --cols 1000 --repeat 10 --cpu-budget 2 "${p[@]}"
     dsr seed_qr 1 solve --method qr --repeat 20
     dsr seed_auto 1 solve --method auto --repeat 20
     dsr corr05_block 1 solve --corr 0.5 --block-solve --tol 1e-10 --iters 30 --repeat 5

@@ -156,7 +156,8 @@ def sec_solve(job):
     rows = []
     for name, peer in (("seed_b100", "cupy_solvebak_b100"), ("seed_b100_residual", "cupy_solvebak_b100"),
                        ("seed_b100_f32", "cupy_solvebak_b100"), ("seed_b1", "cupy_solvebak_b1"),
-                       ("seed_b1_residual", "cupy_solvebak_b1"), ("seed_cholesky", None)):
+                       ("seed_b1_residual", "cupy_solvebak_b1"), ("seed_cholesky", None),
+                       ("seed_cholesky_low", None)):
         j, p, rec = job.get("solve", name), peer and job.peer(peer), job.rec("solve", name)
         if not rec:
             continue
@@ -165,8 +166,9 @@ def sec_solve(job):
             continue
         if j.get("method") == "cholesky":
             rows.append([name, f"`{short(rec['command'])}`", f"**{t(j['solve_seconds'])}**",
-                         f"cholesky: X'X {t(j.get('setup_seconds'))}, factor and solve {t(j.get('sweep_seconds'))}, "
-                         f"refinement {t(j.get('refine_seconds'))} (kept: {j.get('refined')})",
+                         f"cholesky: X'X ({j.get('gram_precision')}) {t(j.get('setup_seconds'))}, factor and solve "
+                         f"{t(j.get('sweep_seconds'))}, refinement {t(j.get('refine_seconds'))} "
+                         f"({j.get('refine_steps')} steps, {j.get('passes')} passes over X)",
                          num(j.get("rel_residual"), "{:.2g}"), "—", ""])
             continue
         dg = ""
@@ -480,6 +482,7 @@ def summarize(outdir):
     for sec in (sec_header, sec_ctest, sec_solve, sec_ann, sec_sort, sec_logreg, sec_bench, sec_cpu, sec_scaling,
                 sec_hdf5, lambda j: sec_bench_table(j, "bench-cases", "bench solve, ann, sort, logreg (the seed's code as bench's peer)"),
                 lambda j: sec_bench_table(j, "bench-node", "bench all on the node"),
+                lambda j: sec_bench_table(j, "methods", "bench solve: every method, and cholesky at larger sizes"),
                 sec_peers, sec_runs):
         try:
             lines += sec(job)

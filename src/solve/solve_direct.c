@@ -105,10 +105,14 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
     double *host = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(double));
-    if (!host)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     int info = 0;
-    int rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
+    // before the verdicts below, which every rank must reach
+    int rc = ctx_agree(ctx, host ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
+    if (rc != DS_OK) {
+        free(host);
+        return rc;
+    }
+    rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
     if (rc == DS_OK && !w->fallback)
         rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
     if (!w->fallback && w->single)  // the verdicts are collective: every rank, whatever its rc
@@ -171,8 +175,22 @@ int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_resul
     return rc;
 }
 
+// Rank 0's verdict on a step just certified (the answer before it in w->g, its report in before): *keep
+// when it lowered the normal residual, else a and the certificate are restored. Collective.
+static int sb_keep_step(ds_ctx *ctx, sb_work *w, int64_t n, const sb_result *before, sb_result *res, int *keep)
+{
+    *keep = res->normal_residual < before->normal_residual;
+    MPI_Bcast(keep, 1, MPI_INT, 0, ctx->comm);
+    if (*keep)
+        return DS_OK;
+    res->rel_residual = before->rel_residual;
+    res->normal_residual = before->normal_residual;
+    res->zero_columns = before->zero_columns;
+    return ctx->be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+}
+
 // One step of iterative refinement from the certificate pass (w->gout = Xᵀe): a += S·F⁻¹·S·Xᵀe, kept
-// when rank 0's normal residual falls, else a and the certificate are restored. Collective.
+// when rank 0's normal residual falls (sb_keep_step). Collective.
 static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
@@ -183,15 +201,10 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     res->zero_columns = 0;
     DS_CHECK(ctx_agree(ctx, sb_check(ctx, X, y, w, res)));
     res->passes++;
-    int keep = res->normal_residual < before.normal_residual;
-    MPI_Bcast(&keep, 1, MPI_INT, 0, ctx->comm);
+    int keep = 0;
+    DS_CHECK(sb_keep_step(ctx, w, n, &before, res, &keep));
     res->refined = keep;
-    if (keep)
-        return DS_OK;
-    res->rel_residual = before.rel_residual;
-    res->normal_residual = before.normal_residual;
-    res->zero_columns = before.zero_columns;
-    return be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+    return DS_OK;
 }
 
 // The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed by its
@@ -204,9 +217,8 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
     double *host = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(double));
-    if (!host)
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    int rc = DS_OK;
+    // before the loop's collectives, which every rank must reach
+    int rc = ctx_agree(ctx, host ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
     double first = 0, prev = 0;
     for (int k = 1; rc == DS_OK; k++) {
         const sb_result before = *res;
@@ -242,18 +254,14 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
         }
         prev = step;
         res->zero_columns = 0;
-        rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));
+        rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));  // the same rc on every rank from here
         res->passes++;
-        int keep = rc == DS_OK && res->normal_residual < before.normal_residual;
-        MPI_Bcast(&keep, 1, MPI_INT, 0, ctx->comm);
-        if (rc == DS_OK && !keep) {
-            res->rel_residual = before.rel_residual;
-            res->normal_residual = before.normal_residual;
-            res->zero_columns = before.zero_columns;
-            rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+        int keep = 0;
+        if (rc == DS_OK)
+            rc = sb_keep_step(ctx, w, n, &before, res, &keep);
+        if (rc != DS_OK || !keep)
             break;
-        }
-        res->refined += keep;
+        res->refined++;
     }
     free(host);
     return rc;
