@@ -266,9 +266,10 @@ typedef struct tf32_plan {
     int64_t groups;      // groups of ks·kc rows, the last padded with zero rows
 } tf32_plan;
 
-// The plan: tiles of TF32_TILE, TF32_KSPLIT chunks a group, and TF32_GROUPS groups (more where a group's
-// buffer would pass TF32_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer
-// than 64 rows). DSOLVE_TF32_TILE (0: one full product), _KSPLIT and _GROUPS override them.
+// The plan: tiles of TF32_TILE, TF32_KSPLIT chunks a group (fewer where their partials would pass 2 GB:
+// from about 5 600 columns), and TF32_GROUPS groups (more where a group's buffer would pass
+// TF32_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer than 64 rows).
+// DSOLVE_TF32_TILE (0: one full product), _KSPLIT and _GROUPS override them.
 static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
 {
     tf32_plan p;
@@ -279,6 +280,8 @@ static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
     p.T = p.ld / p.t;
     p.ks = env_int("DSOLVE_TF32_KSPLIT", TF32_KSPLIT);
     p.ks = p.ks < 1 ? 1 : p.ks;
+    while (p.ks > 1 && (double)p.ks * p.ld * p.ld * 4 > 2e9)  // the float partials stay under 2 GB (wide X)
+        p.ks--;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
         free_b = 0;
