@@ -329,8 +329,8 @@ int gram_xtx_tf32(ds_ctx *ctx, const void *X, int f32, int64_t m, int64_t n, con
     double *scratch;
     DS_CHECK(scratch_reserve(ctx, (size_t)((nbuf * rows * p.ld + p.ks * part) / 2 + 1), &scratch));
     float *buf[2] = {(float *)scratch, (float *)scratch + rows * p.ld}, *P = buf[0] + nbuf * rows * p.ld;
-    DS_CHECK(ptrs_reserve(ctx, (size_t)(2 * 3 * pairs)));
-    const void **host = malloc((size_t)(2 * 3 * pairs) * sizeof *host);
+    DS_CHECK(ptrs_reserve(ctx, (size_t)(nbuf * 3 * pairs)));
+    const void **host = malloc((size_t)(nbuf * 3 * pairs) * sizeof *host);
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int b = 0; b < nbuf; b++)

@@ -260,7 +260,7 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         rc = sb_attempt(ctx, X, y, &o, method, &w, res);
     }
     if (method == SB_METHOD_CHOLESKY)
-        res->gram_precision = w.single ? ctx->be->solve->single_name : "double";
+        res->gram_precision = w.single ? so->single_name : "double";
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, res->a, w.a, (size_t)n * sizeof(double));
     rc = ctx_agree(ctx, rc);
