@@ -245,6 +245,8 @@ static void cuda_close(ds_ctx *ctx)
         cudaEventDestroy(st->fork);
     cuda_stage_close(st);
     cudaFree(st->ptrs);
+    cudaFree(st->trsv);
+    cudaFree(st->trsv_sync);
     cudaFree(st->scratch);
     if (st->stream)
         cudaStreamDestroy(st->stream);

@@ -306,6 +306,19 @@ static int cpu_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t
     return DS_OK;
 }
 
+static int cpu_step_size(ds_ctx *ctx, const double *a, const double *b, int64_t n, double *out)
+{
+    (void)ctx;
+    double step = 0, big = 0;
+    for (int64_t j = 0; j < n; j++) {
+        step = fmax(step, fabs(a[j] - b[j]));
+        big = fmax(big, fabs(a[j]));
+    }
+    out[0] = step;
+    out[1] = big;
+    return DS_OK;
+}
+
 extern const struct qr_ops qr_ops_cpu;  // qr_cpu.c
 
 const solve_ops solve_ops_cpu = {
@@ -324,5 +337,6 @@ const solve_ops solve_ops_cpu = {
     .coarse_step = cpu_coarse_step,
     .chol_factor = cpu_chol_factor,
     .chol_solve = cpu_chol_solve,
+    .step_size = cpu_step_size,
     .qr = &qr_ops_cpu,
 };

@@ -250,8 +250,51 @@ static int cuda_coarse_step(ds_ctx *ctx, const ds_coarse_args *c)
     return DS_OK;
 }
 
+// The inverses of the factor's diagonal blocks (state's trsv) and the solve kernels' flags (trsv_sync,
+// zeroed when allocated), each grown only when too small.
+static int trsv_reserve(ds_ctx *ctx, int64_t n)
+{
+    cuda_state *st = state(ctx);
+    const size_t inv = ds_k_trsv_inverse_len(n), flags = ds_k_trsv_sync_len(n);
+    if (inv > st->trsv_doubles || flags > st->trsv_sync_len)
+        DS_CHECK(cuda_wait(ctx, NULL));  // queued solves may still use the old buffers
+    if (inv > st->trsv_doubles) {
+        cudaFree(st->trsv);
+        st->trsv = NULL;
+        st->trsv_doubles = 0;
+        st->trsv_of = NULL;
+        void *p = NULL;
+        DS_CHECK(cuda_alloc(ctx, &p, inv * sizeof(double)));
+        st->trsv = p;
+        st->trsv_doubles = inv;
+    }
+    if (flags > st->trsv_sync_len) {
+        cudaFree(st->trsv_sync);
+        st->trsv_sync = NULL;
+        st->trsv_sync_len = 0;
+        void *p = NULL;
+        DS_CHECK(cuda_alloc(ctx, &p, flags * sizeof(unsigned)));
+        CUDA_CHECK(ctx, cudaMemsetAsync(p, 0, flags * sizeof(unsigned), st->stream));
+        st->trsv_sync = p;
+        st->trsv_sync_len = flags;
+    }
+    return DS_OK;
+}
+
+// What the triangular solves read of factor F: its upper triangle mirrored and its diagonal blocks
+// inverted (ds_k_trsv_prepare). Queued.
+static int trsv_prepare(ds_ctx *ctx, double *F, int64_t n)
+{
+    cuda_state *st = state(ctx);
+    DS_CHECK(trsv_reserve(ctx, n));
+    CUDA_CHECK(ctx, ds_k_trsv_prepare(F, n, st->trsv, st->stream));
+    st->trsv_of = F;
+    st->trsv_n = n;
+    return DS_OK;
+}
+
 // cuSOLVER sees the row-major symmetric G as its transpose, the same matrix: its lower triangle (the
-// upper of ours) holds the factor, which chol_solve passes back to potrs with the same fill mode.
+// upper of ours) holds the factor L; the other triangle then holds Lᵀ, for cuda_chol_solve.
 static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *info)
 {
     cuda_state *st = state(ctx);
@@ -280,22 +323,43 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *i
     if (rc == DS_OK && *info == 0)
         *info = chol_pivot_info(d, n);
     free(d);
+    if (rc == DS_OK && *info == 0)
+        rc = trsv_prepare(ctx, G, n);
     return rc;
 }
 
+// x (+)= S·(L·Lᵀ)⁻¹·S·b by the two triangle kernels of chol_trsv.cu (DSOLVE_CHOL_POTRS=1: cuSOLVER's
+// potrs, for comparison).
 static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,
                            int add)
 {
     cuda_state *st = state(ctx);
     if (n == 0)
         return DS_OK;
-    cusolverDnHandle_t h;
-    DS_CHECK(cuda_solver(ctx, &h));
     double *t;
-    DS_CHECK(scratch_reserve(ctx, (size_t)n + 1, &t));  // t[n] holds devInfo
-    CUDA_CHECK(ctx, ds_k_scale_vec(s, b, t, n, 0, st->stream));
-    SOLVER_CHECK(ctx, cusolverDnDpotrs(h, CUBLAS_FILL_MODE_LOWER, (int)n, 1, F, (int)n, t, (int)n, (int *)(t + n)));
-    CUDA_CHECK(ctx, ds_k_scale_vec(s, t, x, n, add, st->stream));
+    DS_CHECK(scratch_reserve(ctx, 2 * (size_t)n + 1, &t));  // z then t; t[n] holds potrs's devInfo
+    if (getenv("DSOLVE_CHOL_POTRS")) {
+        cusolverDnHandle_t h;
+        DS_CHECK(cuda_solver(ctx, &h));
+        CUDA_CHECK(ctx, ds_k_scale_vec(s, b, t, n, 0, st->stream));
+        SOLVER_CHECK(ctx, cusolverDnDpotrs(h, CUBLAS_FILL_MODE_LOWER, (int)n, 1, F, (int)n, t, (int)n, (int *)(t + n)));
+        CUDA_CHECK(ctx, ds_k_scale_vec(s, t, x, n, add, st->stream));
+        return DS_OK;
+    }
+    if (F != st->trsv_of || n != st->trsv_n)  // a factor this backend did not prepare last
+        DS_CHECK(trsv_prepare(ctx, (double *)F, n));
+    unsigned epoch[2];
+    for (int k = 0; k < 2; k++) {
+        st->trsv_epoch = st->trsv_epoch + 1 == 0 ? 1 : st->trsv_epoch + 1;
+        epoch[k] = st->trsv_epoch;
+    }
+    CUDA_CHECK(ctx, ds_k_chol_trsv(F, n, st->trsv, s, b, t + n + 1, t, x, add, st->trsv_sync, epoch, st->stream));
+    return DS_OK;
+}
+
+static int cuda_step_size(ds_ctx *ctx, const double *a, const double *b, int64_t n, double *out)
+{
+    CUDA_CHECK(ctx, ds_k_step_size(a, b, n, out, state(ctx)->stream));
     return DS_OK;
 }
 
@@ -318,5 +382,6 @@ const solve_ops solve_ops_cuda = {
     .coarse_step = cuda_coarse_step,
     .chol_factor = cuda_chol_factor,
     .chol_solve = cuda_chol_solve,
+    .step_size = cuda_step_size,
     .qr = &qr_ops_cuda,
 };

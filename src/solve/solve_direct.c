@@ -62,7 +62,9 @@ static const char *const sb_fb_format[] = {
 // its steps would shrink by less than about 5e-3 each), or when a step shrinks by less than SB_SINGLE_RATE
 // while still above SB_SINGLE_NOISE of the first step (the lower precision's error; the steps' own noise in
 // double lies many orders below), or after SB_SINGLE_STEPS steps. A step below SB_SINGLE_DONE·ε·max|a|
-// is not taken: it would change a only in its last bits, and it would cost a pass over X.
+// is not taken: it would change a only in its last bits, and it would cost a pass over X. Nor is one
+// computed where the last step's ratio to the one before, SB_SINGLE_AHEAD times over, puts it there.
+#define SB_SINGLE_AHEAD 4.0
 #define SB_SINGLE_RATE 0.05
 #define SB_SINGLE_NOISE 1e-6
 #define SB_SINGLE_STEPS 8
@@ -113,6 +115,16 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
         return rc;
     }
     rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
+    w->summed = 0;  // host holds the diagonal: its sums serve every certificate of this attempt
+    if (rc == DS_OK && !w->fallback) {
+        w->xtx = 0;
+        w->zeros = 0;
+        for (int64_t j = 0; j < n; j++) {
+            w->xtx += host[j];
+            w->zeros += host[j] == 0.0;
+        }
+        w->summed = 1;
+    }
     if (rc == DS_OK && !w->fallback)
         rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
     if (!w->fallback && w->single)  // the verdicts are collective: every rank, whatever its rc
@@ -159,11 +171,12 @@ int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_resul
         rc = be->allreduce_sum(ctx, w->gout, n + 1);
     if (rc == DS_OK)
         rc = be->download(ctx, host, w->gout, (size_t)(n + 1) * sizeof(double));
-    if (rc == DS_OK)
+    if (rc == DS_OK && !w->summed)
         rc = be->download(ctx, host + n + 1, w->diag, (size_t)n * sizeof(double));
     if (rc == DS_OK) {
-        double xtx = 0, yy = res->history[0];
-        for (int64_t j = 0; j < n; j++) {
+        double xtx = w->summed ? w->xtx : 0, yy = res->history[0];
+        res->zero_columns += w->summed ? w->zeros : 0;
+        for (int64_t j = 0; j < n && !w->summed; j++) {
             xtx += host[n + 1 + j];
             res->zero_columns += host[n + 1 + j] == 0.0;
         }
@@ -209,34 +222,29 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
 
 // The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed by its
 // certificate pass and kept while it lowers the normal residual (the first that does not is undone). They
-// end at a step near a's rounding (SB_SINGLE_DONE·ε·max|a|, not taken), at one that no longer shrinks (by
-// half) in the noise of double (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too
+// end at a step near a's rounding (SB_SINGLE_DONE·ε·max|a|, not taken), after one whose successor is
+// predicted there (SB_SINGLE_AHEAD), at one that no longer shrinks (by half) in the noise of double
+// (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too
 // slowly, or too many, set w->fallback. Collective: rank 0 decides.
 static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
-    double *host = malloc((size_t)(n > 0 ? 2 * n : 1) * sizeof(double));
-    // before the loop's collectives, which every rank must reach
-    int rc = ctx_agree(ctx, host ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
-    double first = 0, prev = 0;
+    int rc = DS_OK;
+    double host[2], first = 0, prev = 0;
     for (int k = 1; rc == DS_OK; k++) {
         const sb_result before = *res;
         rc = be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double));
         if (rc == DS_OK)
             rc = be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1);
         if (rc == DS_OK)
-            rc = be->download(ctx, host, w->a, (size_t)n * sizeof(double));
+            rc = be->solve->step_size(ctx, w->a, w->g, n, w->ee + 1);
         if (rc == DS_OK)
-            rc = be->download(ctx, host + n, w->g, (size_t)n * sizeof(double));
+            rc = be->download(ctx, host, w->ee + 1, 2 * sizeof(double));  // the step's one wait
         rc = ctx_agree(ctx, rc);  // before the broadcasts below, which every rank must reach
         if (rc != DS_OK)
             break;
-        double step = 0, big = 0;
-        for (int64_t j = 0; j < n; j++) {
-            step = fmax(step, fabs(host[j] - host[n + j]));
-            big = fmax(big, fabs(host[j]));
-        }
+        const double step = host[0], big = host[1];
         first = k == 1 ? step : first;
         const int noise = step <= SB_SINGLE_NOISE * first;
         const int done = step <= SB_SINGLE_DONE * DBL_EPSILON * big || (k > 1 && noise && step > 0.5 * prev);
@@ -244,7 +252,11 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
                       : k > 1 && !noise && step > SB_SINGLE_RATE * prev ? 2  // slow
                       : k > SB_SINGLE_STEPS                             ? 3  // too many
                                                                         : 0;
-        MPI_Bcast(&verdict, 1, MPI_INT, 0, ctx->comm);
+        // the next step, at this one's ratio to the last, would be done: this one is the last computed
+        const int ahead = k > 1 && SB_SINGLE_AHEAD * step * (step / prev) <= SB_SINGLE_DONE * DBL_EPSILON * big;
+        int msg[2] = {verdict, ahead};
+        MPI_Bcast(msg, 2, MPI_INT, 0, ctx->comm);
+        verdict = msg[0];
         if (verdict) {
             rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
             if (verdict > 1)
@@ -262,8 +274,9 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
         if (rc != DS_OK || !keep)
             break;
         res->refined++;
+        if (msg[1])
+            break;
     }
-    free(host);
     return rc;
 }
 
@@ -271,7 +284,9 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
 int sb_chol_refine_timed(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     DS_CHECK(ctx->be->mark(ctx, 5));
-    DS_CHECK(w->single ? sb_chol_refine_single(ctx, X, y, w, res) : sb_chol_refine(ctx, X, y, w, res));
+    const int rc = w->single ? sb_chol_refine_single(ctx, X, y, w, res) : sb_chol_refine(ctx, X, y, w, res);
+    w->summed = 0;  // the attempt's certificates are done
+    DS_CHECK(rc);
     DS_CHECK(ctx->be->mark(ctx, 6));
     return ctx->be->elapsed(ctx, 5, 6, &res->refine_seconds);
 }

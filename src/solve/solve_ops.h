@@ -158,6 +158,10 @@ typedef struct solve_ops {
     // positive as often as not), or too ill-conditioned for the normal equations. Waits.
     int (*chol_factor)(ds_ctx *ctx, double *G, int64_t n, double *s, int *info);
 
+    // out[0] = max_j |a_j − b_j|, out[1] = max_j |a_j| (out: 2 doubles of the backend's memory): the size
+    // of a refinement step and of the answer, for the single-precision refinement's one wait a step. Queued.
+    int (*step_size)(ds_ctx *ctx, const double *a, const double *b, int64_t n, double *out);
+
     // x = S·(S·G·S)⁻¹·S·b from chol_factor's F and s (b, x: [n]; b is not changed, x may not alias b);
     // with add, x += that instead. Queued.
     int (*chol_solve)(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,

@@ -246,7 +246,7 @@ int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_wo
         DS_CHECK(sb_alloc(ctx, &w->sys, n * n + n + 1));
         DS_CHECK(sb_alloc(ctx, &w->g, n));
         DS_CHECK(sb_alloc(ctx, &w->coef, n));
-        DS_CHECK(sb_alloc(ctx, &w->ee, 1));
+        DS_CHECK(sb_alloc(ctx, &w->ee, 3));  // ‖e‖², then the refinement's step size and max|a| (step_size)
         return sb_blocks_alloc(ctx, X, o, gram, w);
     }
     DS_CHECK(sb_alloc(ctx, &w->grams, nblocks * B * B));

@@ -31,6 +31,9 @@ typedef struct sb_work {
     double *qr[4];  // solve_qr.c's buffers
     double *bs[8];  // the block solve's buffers (solve_sweeps.c)
     int single;     // cholesky: this attempt's G is the backend's single-precision Gram (gram_single)
+    int summed;     // cholesky: xtx and zeros hold Σ‖X_j‖² and the zero columns of this attempt's G (its
+    double xtx;     // diagonal, which sb_chol_step reads): the certificates take them instead of reading
+    int64_t zeros;  // the diagonal again
     const char *fallback;  // cholesky: set (the same on every rank) when the single attempt is set aside
     char why[160];  // the reason behind fallback
 } sb_work;
