@@ -311,21 +311,12 @@ static int chol_ref_factor(double *H, int64_t n)
     return 0;
 }
 
-// x = S·(L·Lᵀ)⁻¹·S·b, or x += that with add.
+// x = S·(L·Lᵀ)⁻¹·S·b, or x += that with add (LAPACK's dpotrs with the loops' L).
 static void chol_ref_solve(const double *L, const double *s, int64_t n, const double *b, double *x, int add, double *t)
 {
-    for (int64_t i = 0; i < n; i++) {  // L·t = S·b
-        double v = s[i] * b[i];
-        for (int64_t k = 0; k < i; k++)
-            v -= L[i * n + k] * t[k];
-        t[i] = v / L[i * n + i];
-    }
-    for (int64_t i = n - 1; i >= 0; i--) {  // Lᵀ·t = t
-        double v = t[i];
-        for (int64_t k = i + 1; k < n; k++)
-            v -= L[k * n + i] * t[k];
-        t[i] = v / L[i * n + i];
-    }
+    for (int64_t i = 0; i < n; i++)
+        t[i] = s[i] * b[i];
+    LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, 1, L, (lapack_int)n, t, 1);
     for (int64_t i = 0; i < n; i++)
         x[i] = add ? x[i] + s[i] * t[i] : s[i] * t[i];
 }
@@ -368,23 +359,23 @@ static void chol_text(const chol_in *in, const char *extra, char *buf, size_t le
 // s and info are also copied to the host.
 typedef struct chol_side {
     ops_mem m;
-    double *F, *sd, *s;
+    double *F, *sd, *s, cond;
     int info, st;
 } chol_side;
 
-static void chol_side_factor(ds_ctx *c, ops_mem *h, const chol_in *in, chol_side *d)
+static void chol_side_factor(ds_ctx *c, ops_mem *h, const chol_in *in, int low, chol_side *d)
 {
     const int64_t n = in->n;
     *d = (chol_side){.m = {c}, .info = -1};
     d->F = ops_put(&d->m, in->G, (size_t)(n * n) * 8);
     d->sd = ops_new(&d->m, (size_t)n * 8);
     d->s = ops_new(h, (size_t)n * 8);
-    d->st = ops_ran(c, c->be->solve->chol_factor(c, d->F, n, d->sd, &d->info), "solve.chol_factor");
+    d->st = ops_ran(c, c->be->solve->chol_factor(c, d->F, n, d->sd, low, &d->info, &d->cond), "solve.chol_factor");
     ops_get(&d->m, d->s, d->sd, (size_t)n * 8);
 }
 
 // s per entry against the reference's (relative, 4u: a square root and a division; a zero column's
-// s exactly 0), and info exactly: against the CPU backend and the reference in gpu mode.
+// s exactly 0), and info exactly: against the CPU backend and the reference in gpu mode; cond.
 void case_solve_chol_factor(ops_run *r)
 {
     for (int c = 0; c < NCHOL; c++) {
@@ -393,9 +384,9 @@ void case_solve_chol_factor(ops_run *r)
         chol_make(r, &h, &chol_shapes[c], &in);
         const int64_t n = in.n;
         chol_side got, want = {.info = in.info, .s = in.s};
-        chol_side_factor(r->dut, &h, &in, &got);
+        chol_side_factor(r->dut, &h, &in, 0, &got);
         if (r->cpu)
-            chol_side_factor(r->cpu, &h, &in, &want);
+            chol_side_factor(r->cpu, &h, &in, 0, &want);
         double *sc = ops_new(&h, (size_t)n * 8);
         for (int64_t j = 0; j < n; j++)
             sc[j] = fabs(want.s[j]);
@@ -408,9 +399,13 @@ void case_solve_chol_factor(ops_run *r)
             fprintf(stderr, "  rank %d: solve.chol_factor %s: info %d, want %d (the reference's %d)\n", r->rank,
                     shape, got.info, want.info, in.info);
         ops_report(r, "solve.chol_factor info", shape, "f64", info_err, 0, got.st | want.st);
+        for (int64_t j = 0; j < n && in.info == 0 && got.info == 0; j++)
+            sc[j] = in.L[j * n + j];  // cond: the diagonal ratio of the reference's factor, to 1e-6
+        if (in.info == 0 && got.info == 0)
+            ops_report(r, "solve.chol_factor cond", shape, "f64", fabs(got.cond / chol_diag_cond(sc, n) - 1), 1e-6,
+                       got.st);
         ops_release(&got.m);
-        if (r->cpu)
-            ops_release(&want.m);
+        ops_release(&want.m);  // nothing in cpu mode
         ops_release(&h);
     }
 }
@@ -452,15 +447,22 @@ static double chol_err(double *got, double *want, const double *x0, const double
 // of order 1: tol 4·(n + 4)·u·cond, the forward error bound of a Cholesky solve (on either side) with
 // dpocon's estimate of κ_∞(S·G·S), the 4 for the scaling's own roundings (each side's s within 2 ulps,
 // which moves S·G·S, S·b and x). A zero column's entry exactly as wanted (0 without add); b unchanged.
+// Then with the device's factor from chol_factor's low (in float where the backend does so) for cond ≤
+// 1e3, within the same bound in float's unit.
 void case_solve_chol_solve(ops_run *r)
 {
-    for (int c = 0; c < NCHOL; c++) {
-        if (chol_shapes[c].bad)
+    for (int c = 0; c < 2 * NCHOL; c++) {
+        const int low = c >= NCHOL;
+        if (chol_shapes[c % NCHOL].bad)
             continue;
         ops_mem h = {NULL};
         chol_in in;
-        chol_make(r, &h, &chol_shapes[c], &in);
+        chol_make(r, &h, &chol_shapes[c % NCHOL], &in);
         const int64_t n = in.n;
+        if (low && in.cond > 1e3) {
+            ops_release(&h);
+            continue;
+        }
         double *b = ops_new(&h, (size_t)n * 8), *x0 = ops_new(&h, (size_t)n * 8), *nan0 = ops_new(&h, (size_t)n * 8);
         double *got = ops_new(&h, (size_t)n * 8), *want = ops_new(&h, (size_t)n * 8), *t = ops_new(&h, (size_t)n * 8);
         double *b_after = ops_new(&h, (size_t)n * 8);
@@ -471,10 +473,10 @@ void case_solve_chol_solve(ops_run *r)
             x0[j] *= in.s[j] > 0 ? in.s[j] : 1.0;
             nan0[j] = NAN;
         }
-        chol_side dut, cpu;
-        chol_side_factor(r->dut, &h, &in, &dut);
+        chol_side dut, cpu = {.m = {NULL}};
+        chol_side_factor(r->dut, &h, &in, low, &dut);
         if (r->cpu)
-            chol_side_factor(r->cpu, &h, &in, &cpu);
+            chol_side_factor(r->cpu, &h, &in, 0, &cpu);
         for (int add = 0; add <= 1; add++) {
             const double *start = add ? x0 : nan0;
             int st = chol_side_solve(r->dut, &dut, n, b, start, add, got, b_after);
@@ -487,12 +489,12 @@ void case_solve_chol_solve(ops_run *r)
             }
             err = fmax(err, chol_err(got, want, add ? x0 : NULL, r->cpu ? cpu.s : in.s, n));
             char shape[128];
-            chol_text(&in, add ? ", add" : "", shape, sizeof shape);
-            ops_report(r, "solve.chol_solve", shape, "f64", err, 4.0 * (double)(n + 4) * OPS_U64 * in.cond, st);
+            chol_text(&in, add ? (low ? ", add, low" : ", add") : (low ? ", low" : ""), shape, sizeof shape);
+            const double unit = low ? 0x1p-24 : OPS_U64;
+            ops_report(r, "solve.chol_solve", shape, "f64", err, 4.0 * (double)(n + 4) * unit * in.cond, st);
         }
         ops_release(&dut.m);
-        if (r->cpu)
-            ops_release(&cpu.m);
+        ops_release(&cpu.m);  // nothing in cpu mode
         ops_release(&h);
     }
 }

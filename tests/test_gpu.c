@@ -97,13 +97,13 @@ int main(int argc, char **argv)
         MPI_Comm_size(MPI_COMM_WORLD, &ranks);
         test_cholesky(&p, 20000, 300, 0, 0.0, 0, "double");  // below the rule of --gram-precision auto
         test_cholesky(&p, 20000, 300, 1, 0.5, 0, "double");
-        test_cholesky(&p, 50000, 1000, 0, 0.3, 0, "double");
+        test_cholesky(&p, 40000, 1000, 0, 0.3, 0, "double");
         test_cholesky(&p, 20000, 300, 0, 0.0, 1, "tf32");
         test_cholesky(&p, 20000, 300, 1, 0.0, 1, "tf32");
         test_cholesky(&p, 20000, 300, 0, 0.5, 1, NULL);
         test_cholesky(&p, 50000, 1000, 0, 0.3, 1, NULL);
-        // 150 000 × 1 000: TF32 by the rule (rows·n² ≥ 1.5e11) on one rank, double on more
-        test_cholesky(&p, 150000, 1000, 0, 0.0, 0, ranks == 1 ? "tf32" : "double");
+        // 60 000 × 1 000: TF32 by the rule (rows·n² ≥ 5e10) on one rank, double on more
+        test_cholesky(&p, 60000, 1000, 0, 0.0, 0, ranks == 1 ? "tf32" : "double");
     }
     ctx_close(&p.gpu);
     ctx_close(&p.cpu);

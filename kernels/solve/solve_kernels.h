@@ -6,7 +6,7 @@
 //           ds_k_block_step, ds_k_gram_sweeps, ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan,
 //           ds_k_block_pinv, ds_k_block_sums, ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
 //           ds_k_gram_reduce_shifted, ds_k_gram_reduce_aug_f32, ds_k_tf32_rows, ds_k_chol_scale, ds_k_scale_vec,
-//           ds_k_step_size, ds_k_trsv_inverse_len, ds_k_trsv_sync_len, ds_k_trsv_prepare, ds_k_chol_trsv
+//           ds_k_step_size, ds_k_chol_narrow, ds_k_trsv_inverse_len, ds_k_trsv_work_len, ds_k_trsv_work_init, ds_k_trsv_prepare, ds_k_chol_trsv
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
 
@@ -111,6 +111,9 @@ cudaError_t ds_k_tf32_rows(const void *X, int f32, const double *y, int64_t n, i
 // s[j] = 1/√G_jj (0 where G_jj ≤ 0), then G ← S·G·S with a unit diagonal for a zero column (G: n × n).
 cudaError_t ds_k_chol_scale(double *G, int64_t n, double *s, cudaStream_t stream);
 
+// Gf[k] = G[k] rounded to float, k < count.
+cudaError_t ds_k_chol_narrow(const double *G, float *Gf, int64_t count, cudaStream_t stream);
+
 // out = [max_j |a_j − b_j|, max_j |a_j|] (one CTA).
 cudaError_t ds_k_step_size(const double *a, const double *b, int64_t n, double *out, cudaStream_t stream);
 
@@ -119,18 +122,18 @@ cudaError_t ds_k_scale_vec(const double *s, const double *b, double *x, int64_t 
 
 // chol_trsv.cu ------------------------------------------------------------------------------------
 
-// Doubles of the diagonal blocks' inverses, and unsigned ints of the solves' ticket and flags, for order n.
+// Doubles of what ds_k_trsv_prepare makes, and of the solves' work, for order n.
 size_t ds_k_trsv_inverse_len(int64_t n);
-size_t ds_k_trsv_sync_len(int64_t n);
+size_t ds_k_trsv_work_len(int64_t n);
+// work (ds_k_trsv_work_len doubles) in the state the solves expect and leave it in; once, when allocated.
+cudaError_t ds_k_trsv_work_init(double *work, int64_t n, cudaStream_t stream);
 // After potrf (F: n × n column-major, its factor L in the lower triangle): F's upper triangle ← Lᵀ, and D
-// (ds_k_trsv_inverse_len doubles) ← the inverses of L's and Lᵀ's diagonal blocks.
+// (ds_k_trsv_inverse_len doubles) ← the inverses of L's diagonal blocks and their products with the
+// blocks beside them.
 cudaError_t ds_k_trsv_prepare(double *F, int64_t n, double *D, cudaStream_t stream);
-// x = S·t (x += S·t with add) where L·z = S·b and Lᵀ·t = z: two launches (z, t: n doubles of scratch;
-// x may not alias b, z or t). sync: ds_k_trsv_sync_len zeros before the first call, left so by each;
-// epoch: two values, each different from the value of every earlier launch on sync and not 0.
-cudaError_t ds_k_chol_trsv(const double *F, int64_t n, const double *D, const double *s, const double *b,
-                           double *z, double *t, double *x, int add, unsigned *sync, unsigned epoch[2],
-                           cudaStream_t stream);
+// x = S·t (x += S·t with add) where L·z = S·b and Lᵀ·t = z: two launches (x may not alias b).
+cudaError_t ds_k_chol_trsv(const double *F, int64_t n, const double *D, const double *s, const double *b, double *x,
+                           int add, double *work, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

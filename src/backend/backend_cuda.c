@@ -246,7 +246,9 @@ static void cuda_close(ds_ctx *ctx)
     cuda_stage_close(st);
     cudaFree(st->ptrs);
     cudaFree(st->trsv);
-    cudaFree(st->trsv_sync);
+    cudaFree(st->trsv_work);
+    if (st->trsv_ready)
+        cudaEventDestroy(st->trsv_ready);
     cudaFree(st->scratch);
     if (st->stream)
         cudaStreamDestroy(st->stream);

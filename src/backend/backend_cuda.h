@@ -51,15 +51,14 @@ typedef struct cuda_state {
     cudaEvent_t staged[DS_STAGES], released[DS_STAGES];
     int release_pending[DS_STAGES];  // 1 when released[slot] was recorded since the slot's last copy
     double pinned_limit;             // DSOLVE_PINNED_LIMIT's bytes (a test hook), 0 for none
-    // --method cholesky's triangular solves (solve_cuda.c): the inverses of the last factor's diagonal
-    // blocks, and the solve kernels' ticket and flags (zero when allocated); grown only when too small.
-    double *trsv;
-    size_t trsv_doubles;
-    unsigned *trsv_sync;
-    size_t trsv_sync_len;
-    const double *trsv_of;  // the factor they were made from, and its order
+    // --method cholesky's triangular solves (solve_cuda.c): what they read of the last factor (the inverses
+    // of its diagonal blocks, trsv_of's of order trsv_n) and their work (its own state between calls);
+    // grown only when too small.
+    double *trsv, *trsv_work;
+    size_t trsv_doubles, trsv_work_len;
+    const double *trsv_of;
     int64_t trsv_n;
-    unsigned trsv_epoch;  // the flags' value of the last launch
+    cudaEvent_t trsv_ready;  // the end of the last preparation, on side stream 0
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------

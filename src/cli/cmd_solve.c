@@ -40,7 +40,7 @@ static const ds_opt solve_table[] = {
      "cholesky: low sums X'X in a lower precision (single on the CPU backend, at twice the rate; TF32 on a "
      "GPU's tensor cores), then refines the answer to double's accuracy in passes over X, and forms X'X again "
      "in double when X leaves float's range or is too ill-conditioned for that; auto (the default): low on the "
-     "CPU, and on a GPU where it pays for its extra passes (from 400 columns and 1.5e11 rows x columns^2 a "
+     "CPU, and on a GPU where it pays for its extra passes (from 400 columns and 5e10 rows x columns^2 a "
      "rank); double: X'X in double and one refinement step; a streamed X always takes double"},
     {"block-solve", OPT_FLAG, NULL, NULL, 0, 0,
      "SolveBak: solve each block exactly (block Gauss-Seidel) and correct the block sums after every sweep; "

@@ -266,8 +266,9 @@ static int cpu_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
     return DS_OK;
 }
 
-static int cpu_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *info)
+static int cpu_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int low, int *info, double *cond)
 {
+    (void)low;  // in double: LAPACK's spotrf would save little beside the single-precision X'X
     for (int64_t j = 0; j < n; j++)
         s[j] = G[j * n + j] > 0 ? 1.0 / sqrt(G[j * n + j]) : 0.0;
     for (int64_t i = 0; i < n; i++)
@@ -286,6 +287,7 @@ static int cpu_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *in
         for (int64_t j = 0; j < n; j++)
             d[j] = G[j * n + j];
         *info = chol_pivot_info(d, n);
+        *cond = chol_diag_cond(d, n);
     }
     return DS_OK;
 }

@@ -20,14 +20,14 @@
 // cond 1.01, 1.8e-4 at 1.84), which is 5e-3 a step at 10.
 #define TF32_COND_MAX 10.0
 
-// The TF32 attempt's two more passes over X, two more solves and its conversion cost about what the
-// tensor cores save on X'X at 100 000 × 1 000 (3.91 ms against 3.92 on an H100, 2026-11-27): --gram-precision
-// auto takes it from TF32_MIN_COLS columns where a rank's rows·n² reach TF32_MIN_WORK (measured, in ms,
-// TF32 against double: 200 000 × 1 000 5.79 / 6.57, 10⁶ × 1 000 20.7 / 29.5, 10⁶ × 500 9.97 / 13.4,
-// 50 000 × 2 000 5.74 / 6.10, 100 000 × 4 000 20.9 / 37.6; below it 100 000 × 500 2.21 / 1.75,
-// 10⁶ × 250 5.24 / 4.55).
+// The TF32 attempt's two more passes over X, two more solves and its conversion cost what the tensor
+// cores save on X'X where X is narrow or short: --gram-precision auto takes it from TF32_MIN_COLS columns
+// where a rank's rows·n² reach TF32_MIN_WORK. Measured on an H100 (2026-11-27, lease Q; ms, TF32 against
+// double): 100 000 × 1 000 3.03 / 3.67, 50 000 × 1 000 2.12 / 2.33, 100 000 × 750 2.31 / 2.80, 200 000 × 500
+// 2.62 / 2.65, 25 000 × 2 000 2.98 / 3.49, 10⁶ × 1 000 20.0 / 29.9; below it 100 000 × 500 1.66 / 1.59,
+// 100 000 × 250 1.15 / 0.81, 10⁶ × 250 5.06 / 4.40 (at 250 columns the passes outweigh the product).
 #define TF32_MIN_COLS 400
-#define TF32_MIN_WORK 1.5e11
+#define TF32_MIN_WORK 5e10
 
 // ---------------------------------------------------------------------------------------------------
 // Gram products. cuBLAS is column-major: X (m × n row-major) is Xᵀ (n × m, ld n) to it, and the
@@ -250,13 +250,13 @@ static int cuda_coarse_step(ds_ctx *ctx, const ds_coarse_args *c)
     return DS_OK;
 }
 
-// The inverses of the factor's diagonal blocks (state's trsv) and the solve kernels' flags (trsv_sync,
-// zeroed when allocated), each grown only when too small.
+// The inverses of the factor's diagonal blocks (state's trsv) and the solves' work (trsv_work, set up
+// when allocated), each grown only when too small.
 static int trsv_reserve(ds_ctx *ctx, int64_t n)
 {
     cuda_state *st = state(ctx);
-    const size_t inv = ds_k_trsv_inverse_len(n), flags = ds_k_trsv_sync_len(n);
-    if (inv > st->trsv_doubles || flags > st->trsv_sync_len)
+    const size_t inv = ds_k_trsv_inverse_len(n), work = ds_k_trsv_work_len(n);
+    if (inv > st->trsv_doubles || work > st->trsv_work_len)
         DS_CHECK(cuda_wait(ctx, NULL));  // queued solves may still use the old buffers
     if (inv > st->trsv_doubles) {
         cudaFree(st->trsv);
@@ -268,34 +268,41 @@ static int trsv_reserve(ds_ctx *ctx, int64_t n)
         st->trsv = p;
         st->trsv_doubles = inv;
     }
-    if (flags > st->trsv_sync_len) {
-        cudaFree(st->trsv_sync);
-        st->trsv_sync = NULL;
-        st->trsv_sync_len = 0;
+    if (work > st->trsv_work_len) {
+        cudaFree(st->trsv_work);
+        st->trsv_work = NULL;
+        st->trsv_work_len = 0;
         void *p = NULL;
-        DS_CHECK(cuda_alloc(ctx, &p, flags * sizeof(unsigned)));
-        CUDA_CHECK(ctx, cudaMemsetAsync(p, 0, flags * sizeof(unsigned), st->stream));
-        st->trsv_sync = p;
-        st->trsv_sync_len = flags;
+        DS_CHECK(cuda_alloc(ctx, &p, work * sizeof(double)));
+        st->trsv_work = p;
+        st->trsv_work_len = work;
+        CUDA_CHECK(ctx, ds_k_trsv_work_init(st->trsv_work, n, st->stream));
     }
     return DS_OK;
 }
 
 // What the triangular solves read of factor F: its upper triangle mirrored and its diagonal blocks
-// inverted (ds_k_trsv_prepare). Queued.
+// inverted (ds_k_trsv_prepare), on the side stream 0; trsv_ready marks its end, which the stream must
+// wait for before F's next use. Queued.
 static int trsv_prepare(ds_ctx *ctx, double *F, int64_t n)
 {
     cuda_state *st = state(ctx);
     DS_CHECK(trsv_reserve(ctx, n));
-    CUDA_CHECK(ctx, ds_k_trsv_prepare(F, n, st->trsv, st->stream));
+    if (!st->trsv_ready)
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->trsv_ready, cudaEventDisableTiming));
+    CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
+    CUDA_CHECK(ctx, ds_k_trsv_prepare(F, n, st->trsv, st->side[0]));
+    CUDA_CHECK(ctx, cudaEventRecord(st->trsv_ready, st->side[0]));
     st->trsv_of = F;
     st->trsv_n = n;
     return DS_OK;
 }
 
 // cuSOLVER sees the row-major symmetric G as its transpose, the same matrix: its lower triangle (the
-// upper of ours) holds the factor L; the other triangle then holds Lᵀ, for cuda_chol_solve.
-static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *info)
+// upper of ours) holds the factor L; the other triangle then holds Lᵀ, for cuda_chol_solve. With low,
+// spotrf on G rounded to float (n = 1 000 on an H100: 337 µs against dpotrf's 419), widened back.
+static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int low, int *info, double *cond)
 {
     cuda_state *st = state(ctx);
     *info = 0;
@@ -307,13 +314,26 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *i
     DS_CHECK(cuda_solver(ctx, &h));
     CUDA_CHECK(ctx, ds_k_chol_scale(G, n, s, st->stream));
     int lwork = 0;
-    SOLVER_CHECK(ctx, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, &lwork));
+    size_t gf = low ? ((size_t)n * (size_t)n + 1) / 2 : 0;  // doubles of G in float
+    if (low)
+        SOLVER_CHECK(ctx, cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, (float *)G, (int)n, &lwork));
+    else
+        SOLVER_CHECK(ctx, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, &lwork));
+    const size_t wd = low ? ((size_t)lwork + 1) / 2 : (size_t)lwork;
     double *work;
-    DS_CHECK(scratch_reserve(ctx, (size_t)lwork + (size_t)n + 1, &work));  // then the diagonal, then devInfo
-    double *diag = work + lwork;
+    DS_CHECK(scratch_reserve(ctx, gf + wd + (size_t)n + 1, &work));  // [G in float] work, the diagonal, devInfo
+    double *diag = work + gf + wd;
     int *dev_info = (int *)(diag + n);
-    SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
+    if (low) {
+        float *Gf = (float *)work;
+        CUDA_CHECK(ctx, ds_k_chol_narrow(G, Gf, n * n, st->stream));
+        SOLVER_CHECK(ctx, cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, Gf, (int)n, (float *)(work + gf), lwork,
+                                           dev_info));
+        CUDA_CHECK(ctx, ds_k_f32_to_f64(G, Gf, n * n, st->stream));
+    } else
+        SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
     CUDA_CHECK(ctx, ds_k_gather(diag, G, n, n + 1, st->stream));
+    DS_CHECK(trsv_prepare(ctx, G, n));  // beside the wait below (a failed factor's is not used)
     double *d = malloc((size_t)(n + 1) * sizeof(double));  // once a solve, not in a loop
     if (!d)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
@@ -322,9 +342,10 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int *i
         memcpy(info, d + n, sizeof(int));
     if (rc == DS_OK && *info == 0)
         *info = chol_pivot_info(d, n);
-    free(d);
     if (rc == DS_OK && *info == 0)
-        rc = trsv_prepare(ctx, G, n);
+        *cond = chol_diag_cond(d, n);
+    free(d);
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->trsv_ready, 0));  // G's next user comes after it
     return rc;
 }
 
@@ -336,9 +357,9 @@ static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_
     cuda_state *st = state(ctx);
     if (n == 0)
         return DS_OK;
-    double *t;
-    DS_CHECK(scratch_reserve(ctx, 2 * (size_t)n + 1, &t));  // z then t; t[n] holds potrs's devInfo
     if (getenv("DSOLVE_CHOL_POTRS")) {
+        double *t;
+        DS_CHECK(scratch_reserve(ctx, (size_t)n + 1, &t));  // t[n] holds devInfo
         cusolverDnHandle_t h;
         DS_CHECK(cuda_solver(ctx, &h));
         CUDA_CHECK(ctx, ds_k_scale_vec(s, b, t, n, 0, st->stream));
@@ -346,14 +367,11 @@ static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_
         CUDA_CHECK(ctx, ds_k_scale_vec(s, t, x, n, add, st->stream));
         return DS_OK;
     }
-    if (F != st->trsv_of || n != st->trsv_n)  // a factor this backend did not prepare last
+    if (F != st->trsv_of || n != st->trsv_n) {  // a factor this backend did not prepare last
         DS_CHECK(trsv_prepare(ctx, (double *)F, n));
-    unsigned epoch[2];
-    for (int k = 0; k < 2; k++) {
-        st->trsv_epoch = st->trsv_epoch + 1 == 0 ? 1 : st->trsv_epoch + 1;
-        epoch[k] = st->trsv_epoch;
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->trsv_ready, 0));
     }
-    CUDA_CHECK(ctx, ds_k_chol_trsv(F, n, st->trsv, s, b, t + n + 1, t, x, add, st->trsv_sync, epoch, st->stream));
+    CUDA_CHECK(ctx, ds_k_chol_trsv(F, n, st->trsv, s, b, x, add, st->trsv_work, st->stream));
     return DS_OK;
 }
 

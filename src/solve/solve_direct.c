@@ -34,21 +34,6 @@ static int sb_chol_range(ds_ctx *ctx, const double *diag, int64_t n, double *hos
     return DS_OK;
 }
 
-// An estimate of cond(X·S) from the equilibrated factor F (n × n in place of G): max d / min d over its
-// diagonal, a lower bound that follows the small pivots (--method auto reads it).
-static int sb_chol_cond(ds_ctx *ctx, const double *F, int64_t n, sb_work *w, double *host, double *cond)
-{
-    DS_CHECK(ctx->be->gather(ctx, w->gout, F, n, n + 1));
-    DS_CHECK(ctx->be->download(ctx, host, w->gout, (size_t)n * sizeof(double)));
-    double lo = INFINITY, hi = 0;
-    for (int64_t j = 0; j < n; j++) {
-        lo = fmin(lo, fabs(host[j]));
-        hi = fmax(hi, fabs(host[j]));
-    }
-    *cond = n > 0 && lo > 0 ? hi / lo : n > 0 ? INFINITY : 1.0;
-    return DS_OK;
-}
-
 // Why the single-precision attempt is set aside (sb_single_verdict), with its value's format.
 enum { SB_KEEP, SB_FB_RANGE, SB_FB_FACTOR, SB_FB_COND, SB_FB_SLOW, SB_FB_STEPS };
 static const char *const sb_fb_format[] = {
@@ -126,7 +111,7 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
         w->summed = 1;
     }
     if (rc == DS_OK && !w->fallback)
-        rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, &info);
+        rc = be->solve->chol_factor(ctx, w->sys, n, w->coef, w->single, &info, &res->cond_estimate);
     if (!w->fallback && w->single)  // the verdicts are collective: every rank, whatever its rc
         sb_single_verdict(ctx, w, rc == DS_OK && info > 0 ? SB_FB_FACTOR : SB_KEEP, info - 1);
     if (rc == DS_OK && !w->fallback && info > 0)
@@ -135,8 +120,6 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
                      "scaling: X is rank deficient (a column is a combination of earlier ones), or too "
                      "ill-conditioned for the normal equations",
                      info - 1, (long long)n);
-    if (rc == DS_OK && !w->fallback)
-        rc = sb_chol_cond(ctx, w->sys, n, w, host, &res->cond_estimate);
     if (!w->fallback && w->single)
         sb_single_verdict(ctx, w,
                           rc == DS_OK && res->cond_estimate > be->solve->single_cond_max ? SB_FB_COND : SB_KEEP,

@@ -1,10 +1,11 @@
 // solve_ops.h: the operations SolveBak needs from a backend (solve_cpu.c, solve_cuda.c define them;
 // ds_backend.solve reaches them). All pointers are backend memory. The Gram of [X y] is also the
 // network's output-layer product (ann.c).
-// provides: ds_step_args, ds_gram_args, ds_coarse_args, BS_PIVOT_TOL1, solve_ops
+// provides: ds_step_args, ds_gram_args, ds_coarse_args, BS_PIVOT_TOL1, chol_pivot_info, chol_diag_cond, solve_ops
 #ifndef DS_SOLVE_OPS_H
 #define DS_SOLVE_OPS_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "core/ctx.h"
@@ -92,6 +93,18 @@ static inline int chol_pivot_info(const double *d, int64_t n)
     return 0;
 }
 
+// An estimate of cond(X·S) from the equilibrated factor's diagonal d (n entries, host): max |d| / min |d|,
+// a lower bound that follows the small pivots (--method auto reads it).
+static inline double chol_diag_cond(const double *d, int64_t n)
+{
+    double lo = INFINITY, hi = 0;
+    for (int64_t j = 0; j < n; j++) {
+        lo = fmin(lo, fabs(d[j]));
+        hi = fmax(hi, fabs(d[j]));
+    }
+    return n > 0 && lo > 0 ? hi / lo : n > 0 ? INFINITY : 1.0;
+}
+
 typedef struct solve_ops {
     // out[b·batch² ...] = X_bᵀX_b for each column block b (columns b·batch .. min(n, (b+1)·batch) − 1),
     // an nb × nb block stored row-major with leading dimension batch. Local rows only (a partial sum).
@@ -155,8 +168,12 @@ typedef struct solve_ops {
     // is the backend's own). *info (host): 0, or j ≥ 1 for the first pivot of S·G·S (the square of the
     // factor's j-th diagonal entry) that is not above CHOL_PIVOT_TOL·n·ε, LAPACK dpstrf's rank tolerance
     // for a unit diagonal: X rank deficient (an exact copy of a column leaves a rounding-sized pivot,
-    // positive as often as not), or too ill-conditioned for the normal equations. Waits.
-    int (*chol_factor)(ds_ctx *ctx, double *G, int64_t n, double *s, int *info);
+    // positive as often as not), or too ill-conditioned for the normal equations. With low (G summed in a
+    // lower precision: the single-precision attempt) the backend may factor in float (CUDA does: 20 %
+    // faster at n = 1 000), whose pivots stay at float's rounding where double's would not: the caller's
+    // cond limit sets such a factor aside. *cond (host): chol_diag_cond of the factor where info is 0.
+    // Waits.
+    int (*chol_factor)(ds_ctx *ctx, double *G, int64_t n, double *s, int low, int *info, double *cond);
 
     // out[0] = max_j |a_j − b_j|, out[1] = max_j |a_j| (out: 2 doubles of the backend's memory): the size
     // of a refinement step and of the answer, for the single-precision refinement's one wait a step. Queued.
