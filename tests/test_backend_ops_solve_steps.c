@@ -447,22 +447,18 @@ static double chol_err(double *got, double *want, const double *x0, const double
 // of order 1: tol 4·(n + 4)·u·cond, the forward error bound of a Cholesky solve (on either side) with
 // dpocon's estimate of κ_∞(S·G·S), the 4 for the scaling's own roundings (each side's s within 2 ulps,
 // which moves S·G·S, S·b and x). A zero column's entry exactly as wanted (0 without add); b unchanged.
-// Then with the device's factor from chol_factor's low (in float where the backend does so) for cond ≤
-// 1e3, within the same bound in float's unit.
+// Then with the device's factor from chol_factor's low (in float where the backend does so) for n ≤ 17
+// (cond up to about 1e3), within the same bound in float's unit.
 void case_solve_chol_solve(ops_run *r)
 {
     for (int c = 0; c < 2 * NCHOL; c++) {
-        const int low = c >= NCHOL;
-        if (chol_shapes[c % NCHOL].bad)
+        const int low = c >= NCHOL;  // the shapes of n ≤ 17 only (each rank's G is its own: the same shape)
+        if (chol_shapes[c % NCHOL].bad || (low && chol_shapes[c % NCHOL].n > 17))
             continue;
         ops_mem h = {NULL};
         chol_in in;
         chol_make(r, &h, &chol_shapes[c % NCHOL], &in);
         const int64_t n = in.n;
-        if (low && in.cond > 1e3) {
-            ops_release(&h);
-            continue;
-        }
         double *b = ops_new(&h, (size_t)n * 8), *x0 = ops_new(&h, (size_t)n * 8), *nan0 = ops_new(&h, (size_t)n * 8);
         double *got = ops_new(&h, (size_t)n * 8), *want = ops_new(&h, (size_t)n * 8), *t = ops_new(&h, (size_t)n * 8);
         double *b_after = ops_new(&h, (size_t)n * 8);
