@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 // ‖x‖₂ without overflow or underflow in the squares (x scaled by its largest magnitude).
 static double sb_norm2(const double *x, int64_t n)
@@ -47,8 +48,8 @@ static const char *const sb_fb_format[] = {
 // its steps would shrink by less than about 5e-3 each), or when a step shrinks by less than SB_SINGLE_RATE
 // while still above SB_SINGLE_NOISE of the first step (the lower precision's error; the steps' own noise in
 // double lies many orders below), or after SB_SINGLE_STEPS steps. A step below SB_SINGLE_DONE·ε·max|a|
-// is not taken: it would change a only in its last bits, and it would cost a pass over X. Nor is one
-// computed where the last step's ratio to the one before, SB_SINGLE_AHEAD times over, puts it there.
+// ends the refinement: it changes a only in its last bits, and another would cost a pass over X. Nor is
+// one computed where the last step's ratio to the one before, SB_SINGLE_AHEAD times over, puts it there.
 #define SB_SINGLE_AHEAD 4.0
 #define SB_SINGLE_RATE 0.05
 #define SB_SINGLE_NOISE 1e-6
@@ -136,12 +137,12 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
 }
 
 // The certificate, from a fresh pass over X (a streamed one: sb_check_stream): e = y − X·a, Xᵀe and ‖e‖²,
-// reduced over ranks.
+// reduced over ranks. With w->step_tail, step_size's two doubles at w->gout + n + 1 come down with them.
 int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
-    const int64_t n = X->cols;
-    double *host = malloc((size_t)(2 * n + 1) * sizeof(double));
+    const int64_t n = X->cols, len = n + 1 + (w->step_tail ? 2 : 0);
+    double *host = malloc((size_t)(2 * n + 3) * sizeof(double));
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     int rc = w->rows ? sb_check_stream(ctx, n, w) : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));
@@ -153,19 +154,21 @@ int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_resul
     if (rc == DS_OK)
         rc = be->allreduce_sum(ctx, w->gout, n + 1);
     if (rc == DS_OK)
-        rc = be->download(ctx, host, w->gout, (size_t)(n + 1) * sizeof(double));
+        rc = be->download(ctx, host, w->gout, (size_t)len * sizeof(double));
     if (rc == DS_OK && !w->summed)
-        rc = be->download(ctx, host + n + 1, w->diag, (size_t)n * sizeof(double));
+        rc = be->download(ctx, host + n + 3, w->diag, (size_t)n * sizeof(double));
     if (rc == DS_OK) {
         double xtx = w->summed ? w->xtx : 0, yy = res->history[0];
         res->zero_columns += w->summed ? w->zeros : 0;
         for (int64_t j = 0; j < n && !w->summed; j++) {
-            xtx += host[n + 1 + j];
-            res->zero_columns += host[n + 1 + j] == 0.0;
+            xtx += host[n + 3 + j];
+            res->zero_columns += host[n + 3 + j] == 0.0;
         }
         const double xe = sb_norm2(host, n);  // scaled: Xᵀe of a column scaled by 1e100 squares past DBL_MAX
         res->rel_residual = yy > 0 ? sqrt(host[n] / yy) : sqrt(host[n]);
         res->normal_residual = xtx > 0 && yy > 0 ? xe / (sqrt(xtx) * sqrt(yy)) : xe;
+        if (w->step_tail)
+            memcpy(w->step, host + n + 1, sizeof w->step);
     }
     free(host);
     return rc;
@@ -203,61 +206,56 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     return DS_OK;
 }
 
-// The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed by its
-// certificate pass and kept while it lowers the normal residual (the first that does not is undone). They
-// end at a step near a's rounding (SB_SINGLE_DONE·ε·max|a|, not taken), after one whose successor is
-// predicted there (SB_SINGLE_AHEAD), at one that no longer shrinks (by half) in the noise of double
-// (SB_SINGLE_NOISE, not taken), or at an undone one; steps that shrink too
-// slowly, or too many, set w->fallback. Collective: rank 0 decides.
+// The refinement from a single-precision G (w->single): steps a += S·F⁻¹·S·Xᵀe, each followed at once by
+// its certificate pass (the step's size comes down in the same wait) and kept while it lowers the normal
+// residual (the first that does not is undone). They end at a step near a's rounding
+// (SB_SINGLE_DONE·ε·max|a|), after one whose successor is predicted there (SB_SINGLE_AHEAD), at one that
+// no longer shrinks (by half) in the noise of double (SB_SINGLE_NOISE), or at an undone one; steps that
+// shrink too slowly, or too many, set w->fallback. Collective: rank 0 decides.
 static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
     int rc = DS_OK;
-    double host[2], first = 0, prev = 0;
+    double first = 0, prev = 0;
     for (int k = 1; rc == DS_OK; k++) {
         const sb_result before = *res;
         rc = be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double));
         if (rc == DS_OK)
             rc = be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1);
         if (rc == DS_OK)
-            rc = be->solve->step_size(ctx, w->a, w->g, n, w->ee + 1);
-        if (rc == DS_OK)
-            rc = be->download(ctx, host, w->ee + 1, 2 * sizeof(double));  // the step's one wait
-        rc = ctx_agree(ctx, rc);  // before the broadcasts below, which every rank must reach
+            rc = be->solve->step_size(ctx, w->a, w->g, n, w->gout + n + 1);
+        res->zero_columns = 0;
+        w->step_tail = 1;
+        rc = ctx_agree(ctx, rc == DS_OK ? sb_check(ctx, X, y, w, res) : rc);  // the same rc on every rank
+        w->step_tail = 0;
         if (rc != DS_OK)
             break;
-        const double step = host[0], big = host[1];
+        res->passes++;
+        const double step = w->step[0], big = w->step[1];
         first = k == 1 ? step : first;
         const int noise = step <= SB_SINGLE_NOISE * first;
         const int done = step <= SB_SINGLE_DONE * DBL_EPSILON * big || (k > 1 && noise && step > 0.5 * prev);
-        int verdict = done                                                  ? 1  // done
-                      : k > 1 && !noise && step > SB_SINGLE_RATE * prev ? 2  // slow
-                      : k > SB_SINGLE_STEPS                             ? 3  // too many
-                                                                        : 0;
-        // the next step, at this one's ratio to the last, would be done: this one is the last computed
-        const int ahead = k > 1 && SB_SINGLE_AHEAD * step * (step / prev) <= SB_SINGLE_DONE * DBL_EPSILON * big;
-        int msg[2] = {verdict, ahead};
-        MPI_Bcast(msg, 2, MPI_INT, 0, ctx->comm);
-        verdict = msg[0];
-        if (verdict) {
+        int verdict[2] = {done                                                  ? 1
+                          : k > 1 && !noise && step > SB_SINGLE_RATE * prev ? 2  // slow
+                          : k > SB_SINGLE_STEPS                             ? 3  // too many
+                                                                            : 0,
+                          // the next step, at this one's ratio to the last, would be done: none is computed
+                          k > 1 && SB_SINGLE_AHEAD * step * (step / prev) <= SB_SINGLE_DONE * DBL_EPSILON * big};
+        MPI_Bcast(verdict, 2, MPI_INT, 0, ctx->comm);
+        if (verdict[0] > 1) {
             rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
-            if (verdict > 1)
-                sb_single_verdict(ctx, w, verdict == 2 ? SB_FB_SLOW : SB_FB_STEPS,
-                                  verdict == 2 ? step / prev : SB_SINGLE_STEPS);
+            sb_single_verdict(ctx, w, verdict[0] == 2 ? SB_FB_SLOW : SB_FB_STEPS,
+                              verdict[0] == 2 ? step / prev : SB_SINGLE_STEPS);
             break;
         }
         prev = step;
-        res->zero_columns = 0;
-        rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));  // the same rc on every rank from here
-        res->passes++;
         int keep = 0;
-        if (rc == DS_OK)
-            rc = sb_keep_step(ctx, w, n, &before, res, &keep);
+        rc = sb_keep_step(ctx, w, n, &before, res, &keep);
         if (rc != DS_OK || !keep)
             break;
         res->refined++;
-        if (msg[1])
+        if (verdict[0] == 1 || verdict[1])
             break;
     }
     return rc;

@@ -241,12 +241,12 @@ int sb_alloc_all(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int gram, sb_wo
     DS_CHECK(sb_alloc(ctx, &w->a, n));
     DS_CHECK(sb_alloc(ctx, &w->diag, n));
     DS_CHECK(sb_alloc(ctx, &w->hist, o->iters + 1));
-    DS_CHECK(sb_alloc(ctx, &w->gout, n + 1));
+    DS_CHECK(sb_alloc(ctx, &w->gout, n + 3));  // [Xᵀe | ‖e‖² | a refinement step's size and max|a|]
     if (gram) {  // the Gram route and cholesky (whose scales take coef)
         DS_CHECK(sb_alloc(ctx, &w->sys, n * n + n + 1));
         DS_CHECK(sb_alloc(ctx, &w->g, n));
         DS_CHECK(sb_alloc(ctx, &w->coef, n));
-        DS_CHECK(sb_alloc(ctx, &w->ee, 3));  // ‖e‖², then the refinement's step size and max|a| (step_size)
+        DS_CHECK(sb_alloc(ctx, &w->ee, 1));  // ‖e‖²
         return sb_blocks_alloc(ctx, X, o, gram, w);
     }
     DS_CHECK(sb_alloc(ctx, &w->grams, nblocks * B * B));

@@ -34,6 +34,8 @@ typedef struct sb_work {
     int summed;     // cholesky: xtx and zeros hold Σ‖X_j‖² and the zero columns of this attempt's G (its
     double xtx;     // diagonal, which sb_chol_step reads): the certificates take them instead of reading
     int64_t zeros;  // the diagonal again
+    int step_tail;   // the single-precision refinement: sb_check also brings gout[n + 1 .. n + 2] (step_size's
+    double step[2];  // [max |Δa|, max |a|], queued before its pass) down into step, in the certificate's wait
     const char *fallback;  // cholesky: set (the same on every rank) when the single attempt is set aside
     char why[160];  // the reason behind fallback
 } sb_work;
