@@ -35,14 +35,15 @@ static int sb_chol_range(ds_ctx *ctx, const double *diag, int64_t n, double *hos
     return DS_OK;
 }
 
-// Why the single-precision attempt is set aside (sb_single_verdict), with its value's format.
+// Why the single-precision attempt is set aside (sb_single_verdict): the format of its value, then of the
+// precision's name (solve_ops' single_name: single, tf32).
 enum { SB_KEEP, SB_FB_RANGE, SB_FB_FACTOR, SB_FB_COND, SB_FB_SLOW, SB_FB_STEPS };
 static const char *const sb_fb_format[] = {
-    [SB_FB_RANGE] = "column %.0f of X leaves single precision's range",
-    [SB_FB_FACTOR] = "X'X in single precision is not positive definite at column %.0f",
-    [SB_FB_COND] = "cond(X) about %.2g from the single-precision factor: its refinement would be slow",
-    [SB_FB_SLOW] = "the refinement steps shrink by only %.2g a step",
-    [SB_FB_STEPS] = "the refinement did not reach double's rounding in %.0f steps",
+    [SB_FB_RANGE] = "column %.0f of X leaves float's range, which X'X in %s needs",
+    [SB_FB_FACTOR] = "X'X is not positive definite at column %.0f in %s",
+    [SB_FB_COND] = "cond(X) about %.2g from the factor of X'X in %s: its refinement would be slow",
+    [SB_FB_SLOW] = "the refinement steps shrink by only %.2g a step (X'X in %s)",
+    [SB_FB_STEPS] = "the refinement did not reach double's rounding in %.0f steps (X'X in %s)",
 };
 // The single attempt is set aside beyond the backend's cond(X) estimate (solve_ops' single_cond_max: where
 // its steps would shrink by less than about 5e-3 each), or when a step shrinks by less than SB_SINGLE_RATE
@@ -64,7 +65,8 @@ static int sb_single_verdict(ds_ctx *ctx, sb_work *w, int code, double v)
     MPI_Bcast(msg, 2, MPI_DOUBLE, 0, ctx->comm);
     if (msg[0] == SB_KEEP)
         return 0;
-    snprintf(w->why, sizeof w->why, sb_fb_format[(int)msg[0]], msg[1]);
+    const char *name = ctx->be->solve->single_name ? ctx->be->solve->single_name : "single";
+    snprintf(w->why, sizeof w->why, sb_fb_format[(int)msg[0]], msg[1], name);
     w->fallback = w->why;
     return 1;
 }
