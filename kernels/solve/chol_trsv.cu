@@ -8,6 +8,7 @@
 // signalling NaN that no arithmetic yields until a block writes its part, and are set back to it at the
 // end of the second triangle. cuBLAS's TRSV took 75 µs a triangle at n = 1 000 on an H100.
 // provides: ds_k_trsv_inverse_len, ds_k_trsv_work_len, ds_k_trsv_work_init, ds_k_trsv_prepare, ds_k_chol_trsv
+#include "backend/backend_kernels.h"
 #include "solve/solve_kernels.h"
 
 namespace {
@@ -54,28 +55,6 @@ __device__ __forceinline__ void await_block(const double *val, int64_t n, int64_
             }
         if (!pending)
             return;
-    }
-}
-
-// F's upper triangle ← its lower one transposed (U = Lᵀ where the backward solve reads it row-wise).
-// 32 × 32 tiles through shared memory; only tiles on or below the diagonal.
-__global__ void mirror_kernel(double *F, int64_t n)
-{
-    __shared__ double t[32][33];
-    const int64_t bi = blockIdx.y, bj = blockIdx.x;  // tile (row block bi, column block bj) of the lower
-    if (bj > bi)
-        return;
-    const int64_t r0 = bi * 32, c0 = bj * 32;
-    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-        const int64_t r = r0 + threadIdx.x, c = c0 + k;
-        if (r < n && c < n)
-            t[threadIdx.x][k] = F[c * n + r];  // L(r, c), column c read along r
-    }
-    __syncthreads();
-    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-        const int64_t c = c0 + threadIdx.x, r = r0 + k;  // U(c, r) = L(r, c) at column r, row c
-        if (r < n && c < n && r > c)
-            F[r * n + c] = t[k][threadIdx.x];
     }
 }
 
@@ -294,10 +273,12 @@ extern "C" cudaError_t ds_k_trsv_prepare(double *F, int64_t n, double *D, cudaSt
 {
     if (n == 0)
         return cudaSuccess;
-    const int64_t nb = (n + kB - 1) / kB, nt = (n + 31) / 32;
-    mirror_kernel<<<dim3((unsigned)nt, (unsigned)nt), dim3(32, 8), 0, stream>>>(F, n);
+    const int64_t nb = (n + kB - 1) / kB;
+    cudaError_t e = ds_k_mirror_upper(F, n, stream);  // row-major upper (L, column-major lower) onto the other
+    if (e != cudaSuccess)
+        return e;
     const int shmem = (2 * kB * kLd + kB) * (int)sizeof(double);
-    cudaError_t e = cudaFuncSetAttribute(prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shmem);
+    e = cudaFuncSetAttribute(prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shmem);
     if (e != cudaSuccess)
         return e;
     prepare_kernel<<<(unsigned)nb, kThreads, shmem, stream>>>(F, n, D);
