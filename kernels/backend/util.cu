@@ -1,6 +1,6 @@
-// util.cu: small element-wise kernels of the CUDA backend: fill, strided gather, f32 → f64 widening,
-// and mirroring a triangle so that a SYRK result becomes a full symmetric matrix.
-// provides: ds_k_fill, ds_k_gather, ds_k_f32_to_f64, ds_k_mirror_upper
+// util.cu: small element-wise kernels of the CUDA backend: fill, strided gather, f32 → f64 widening and
+// f64 → f32 narrowing, and mirroring a triangle so that a SYRK result becomes a full symmetric matrix.
+// provides: ds_k_fill, ds_k_gather, ds_k_f32_to_f64, ds_k_f64_to_f32, ds_k_mirror_upper
 #include "backend/backend_kernels.h"
 
 namespace {
@@ -33,6 +33,13 @@ __global__ void widen_kernel(double *dst, const float *src, int64_t count)
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
          i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = (double)src[i];
+}
+
+__global__ void narrow_kernel(float *dst, const double *src, int64_t count)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = (float)src[i];
 }
 
 // One 32 × 32 tile of the lower triangle per CTA (32 × 8 threads). The source tile (the transposed
@@ -84,6 +91,14 @@ extern "C" cudaError_t ds_k_f32_to_f64(double *dst, const float *src, int64_t co
     if (count <= 0)
         return cudaSuccess;
     widen_kernel<<<(unsigned)blocks_for(count), kThreads, 0, stream>>>(dst, src, count);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t ds_k_f64_to_f32(float *dst, const double *src, int64_t count, cudaStream_t stream)
+{
+    if (count <= 0)
+        return cudaSuccess;
+    narrow_kernel<<<(unsigned)blocks_for(count), kThreads, 0, stream>>>(dst, src, count);
     return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 // chol.cu: the element-wise steps around cuSOLVER's Cholesky for --method cholesky: the column scales
 // s_j = 1/√G_jj and the equilibrated G ← S·G·S (a zero column becomes e_j), and x (+)= S·b.
-// provides: ds_k_chol_scale, ds_k_scale_vec, ds_k_step_size, ds_k_chol_narrow
+// provides: ds_k_chol_scale, ds_k_scale_vec, ds_k_step_size
 #include "solve/solve_kernels.h"
 
 namespace {
@@ -38,12 +38,6 @@ __global__ void scale_vec_kernel(const double *s, const double *b, double *x, in
         x[j] = add ? x[j] + s[j] * b[j] : s[j] * b[j];
 }
 
-__global__ void narrow_kernel(const double *G, float *Gf, int64_t count)
-{
-    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < count; k += (int64_t)gridDim.x * blockDim.x)
-        Gf[k] = (float)G[k];
-}
-
 // One CTA: out = [max |a − b|, max |a|] (fmax: a NaN entry is passed over, as on the host).
 __global__ void step_size_kernel(const double *a, const double *b, int64_t n, double *out)
 {
@@ -74,14 +68,6 @@ __global__ void step_size_kernel(const double *a, const double *b, int64_t n, do
 extern "C" cudaError_t ds_k_step_size(const double *a, const double *b, int64_t n, double *out, cudaStream_t stream)
 {
     step_size_kernel<<<1, kThreads, 0, stream>>>(a, b, n, out);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t ds_k_chol_narrow(const double *G, float *Gf, int64_t count, cudaStream_t stream)
-{
-    if (count <= 0)
-        return cudaSuccess;
-    narrow_kernel<<<(unsigned)blocks_for(count), kThreads, 0, stream>>>(G, Gf, count);
     return cudaGetLastError();
 }
 

@@ -6,7 +6,7 @@
 //           ds_k_block_step, ds_k_gram_sweeps, ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan,
 //           ds_k_block_pinv, ds_k_block_sums, ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
 //           ds_k_gram_reduce_shifted, ds_k_gram_reduce_aug_f32, ds_k_tf32_rows, ds_k_chol_scale, ds_k_scale_vec,
-//           ds_k_step_size, ds_k_chol_narrow, ds_k_trsv_inverse_len, ds_k_trsv_work_len, ds_k_trsv_work_init, ds_k_trsv_prepare, ds_k_chol_trsv
+//           ds_k_step_size, ds_k_trsv_inverse_len, ds_k_trsv_work_len, ds_k_trsv_work_init, ds_k_trsv_prepare, ds_k_chol_trsv
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
 
@@ -110,9 +110,6 @@ cudaError_t ds_k_tf32_rows(const void *X, int f32, const double *y, int64_t n, i
 
 // s[j] = 1/√G_jj (0 where G_jj ≤ 0), then G ← S·G·S with a unit diagonal for a zero column (G: n × n).
 cudaError_t ds_k_chol_scale(double *G, int64_t n, double *s, cudaStream_t stream);
-
-// Gf[k] = G[k] rounded to float, k < count.
-cudaError_t ds_k_chol_narrow(const double *G, float *Gf, int64_t count, cudaStream_t stream);
 
 // out = [max_j |a_j − b_j|, max_j |a_j|] (one CTA).
 cudaError_t ds_k_step_size(const double *a, const double *b, int64_t n, double *out, cudaStream_t stream);

@@ -124,6 +124,7 @@ static int open_local(ds_ctx *ctx, cuda_state *st)
                     : strcmp(plan, "two-pass") == 0 ? 2
                     : strcmp(plan, "cta") == 0      ? 3
                                                     : 0;
+    st->chol_potrs = getenv("DSOLVE_CHOL_POTRS") != NULL;
     CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming));
     for (int i = 0; i < GRAM_STREAMS; i++) {
         CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->side[i], cudaStreamNonBlocking));

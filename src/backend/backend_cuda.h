@@ -59,6 +59,7 @@ typedef struct cuda_state {
     const double *trsv_of;
     int64_t trsv_n;
     cudaEvent_t trsv_ready;  // the end of the last preparation, on side stream 0
+    int chol_potrs;          // DSOLVE_CHOL_POTRS=1: cuSOLVER's potrs for those solves (to compare)
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------

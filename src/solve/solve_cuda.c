@@ -326,18 +326,22 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int lo
     int *dev_info = (int *)(diag + n);
     if (low) {
         float *Gf = (float *)work;
-        CUDA_CHECK(ctx, ds_k_chol_narrow(G, Gf, n * n, st->stream));
+        CUDA_CHECK(ctx, ds_k_f64_to_f32(Gf, G, n * n, st->stream));
         SOLVER_CHECK(ctx, cusolverDnSpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, Gf, (int)n, (float *)(work + gf), lwork,
                                            dev_info));
         CUDA_CHECK(ctx, ds_k_f32_to_f64(G, Gf, n * n, st->stream));
     } else
         SOLVER_CHECK(ctx, cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, G, (int)n, work, lwork, dev_info));
     CUDA_CHECK(ctx, ds_k_gather(diag, G, n, n + 1, st->stream));
-    DS_CHECK(trsv_prepare(ctx, G, n));  // beside the wait below (a failed factor's is not used)
     double *d = malloc((size_t)(n + 1) * sizeof(double));  // once a solve, not in a loop
     if (!d)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    int rc = ctx->be->download(ctx, d, diag, (size_t)(n + 1) * sizeof(double));  // the diagonal and devInfo
+    int rc = trsv_prepare(ctx, G, n);  // beside the wait below (a failed factor's is not used)
+    if (rc != DS_OK) {
+        free(d);
+        return rc;
+    }
+    rc = ctx->be->download(ctx, d, diag, (size_t)(n + 1) * sizeof(double));  // the diagonal and devInfo
     if (rc == DS_OK)
         memcpy(info, d + n, sizeof(int));
     if (rc == DS_OK && *info == 0)
@@ -350,14 +354,14 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int lo
 }
 
 // x (+)= S·(L·Lᵀ)⁻¹·S·b by the two triangle kernels of chol_trsv.cu (DSOLVE_CHOL_POTRS=1: cuSOLVER's
-// potrs, for comparison).
+// potrs, for comparison; read once, when the backend starts).
 static int cuda_chol_solve(ds_ctx *ctx, const double *F, const double *s, int64_t n, const double *b, double *x,
                            int add)
 {
     cuda_state *st = state(ctx);
     if (n == 0)
         return DS_OK;
-    if (getenv("DSOLVE_CHOL_POTRS")) {
+    if (st->chol_potrs) {
         double *t;
         DS_CHECK(scratch_reserve(ctx, (size_t)n + 1, &t));  // t[n] holds devInfo
         cusolverDnHandle_t h;
