@@ -18,8 +18,9 @@
 // The TF32 Gram (gram_xtx_tf32, cholesky's first attempt): [X y] rounded to TF32 a group of rows at a time
 // into one of two float buffers (zero columns pad a row to a whole number of tiles), while the group
 // before it is multiplied: one batched tensor-core GEMM a group, a tile pair (I ≤ J, as in the tiled
-// plan) of each of TF32_KSPLIT row chunks, each chunk summing into its own float partial, the partials
-// added in double at the end. Measured on one H100 (2026-11-27), [X y] of 100 000 × 1 001 (the conversion
+// plan) of each of ks row chunks (tf32_chunks: about TF32_KSPLIT, as many as fill whole waves of the
+// GPU's multiprocessors), each chunk summing into its own float partial, the partials added in double at
+// the end. Measured on one H100 (2026-11-27), [X y] of 100 000 × 1 001 (the conversion
 // included): tiles of 128 1.19 ms, of 256 1.20, of 64 1.45, one full product a chunk 1.48, and the same
 // product 1 001 wide, unpadded, 2.37 ms (cuBLAS's kernels for sides not a multiple of 4 are far slower).
 // provides: gram_xtx_f64, gram_xtx_tf32
@@ -266,7 +267,31 @@ typedef struct tf32_plan {
     int64_t groups;      // groups of ks·kc rows, the last padded with zero rows
 } tf32_plan;
 
-// The plan: tiles of TF32_TILE, TF32_KSPLIT chunks a group (fewer where their partials would pass 2 GB:
+// The row chunks of a group for pairs tile products on nsm multiprocessors: of the counts within a
+// third of TF32_KSPLIT either way, the one whose pairs·ks products fill the most of their last wave (one
+// CTA each in cuBLAS's TF32 kernel at tiles of 128), the nearest to TF32_KSPLIT among equals. Measured on
+// one H100 (2026-11-27, lease AE; XᵀX in ms, 100 000 rows, this count against 16): 500 columns (13)
+// 0.456 / 0.546, 750 (18) 0.745 / 0.805, 1 000 (11) 1.071 / 1.156, 1 250 (12) 1.485 / 1.518, 1 500 (22)
+// 2.065 / 2.087, 400 000 × 1 000 (11) 4.05 / 4.11. (The double tiles' batched DGEMMs did not follow it:
+// 1 000 columns gained 2 %, 1 250 lost 13 %.)
+static int64_t tf32_chunks(int64_t pairs, int nsm)
+{
+    int64_t best = TF32_KSPLIT;
+    double best_fill = 0;
+    for (int64_t ks = TF32_KSPLIT - TF32_KSPLIT / 3; ks <= TF32_KSPLIT + TF32_KSPLIT / 2; ks++) {
+        const int64_t ctas = pairs * ks, waves = (ctas + nsm - 1) / nsm;
+        const double fill = (double)ctas / (double)(waves * nsm);
+        const int64_t d = ks > TF32_KSPLIT ? ks - TF32_KSPLIT : TF32_KSPLIT - ks;
+        const int64_t db = best > TF32_KSPLIT ? best - TF32_KSPLIT : TF32_KSPLIT - best;
+        if (fill > best_fill + 1e-9 || (fill > best_fill - 1e-9 && d < db)) {
+            best = ks;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
+// The plan: tiles of TF32_TILE, tf32_chunks chunks a group (fewer where their partials would pass 2 GB:
 // from about 5 600 columns), and TF32_GROUPS groups (more where a group's buffer would pass
 // TF32_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer than 64 rows).
 // DSOLVE_TF32_TILE (0: one full product), _KSPLIT and _GROUPS override them.
@@ -278,7 +303,7 @@ static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
     p.t = p.t <= 0 || p.t >= side ? side : (p.t + 31) / 32 * 32;
     p.ld = (n1 + p.t - 1) / p.t * p.t;
     p.T = p.ld / p.t;
-    p.ks = env_int("DSOLVE_TF32_KSPLIT", TF32_KSPLIT);
+    p.ks = env_int("DSOLVE_TF32_KSPLIT", tf32_chunks(p.T * (p.T + 1) / 2, st->nsm > 0 ? st->nsm : 1));
     p.ks = p.ks < 1 ? 1 : p.ks;
     while (p.ks > 1 && (double)p.ks * p.ld * p.ld * 4 > 2e9)  // the float partials stay under 2 GB (wide X)
         p.ks--;
