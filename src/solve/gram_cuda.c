@@ -268,12 +268,12 @@ typedef struct tf32_plan {
 } tf32_plan;
 
 // The row chunks of a group for pairs tile products on nsm multiprocessors: of the counts within a
-// third of TF32_KSPLIT either way, the one whose pairs·ks products fill the most of their last wave (one
-// CTA each in cuBLAS's TF32 kernel at tiles of 128), the nearest to TF32_KSPLIT among equals. Measured on
-// one H100 (2026-11-27, lease AE; XᵀX in ms, 100 000 rows, this count against 16): 500 columns (13)
-// 0.456 / 0.546, 750 (18) 0.745 / 0.805, 1 000 (11) 1.071 / 1.156, 1 250 (12) 1.485 / 1.518, 1 500 (22)
-// 2.065 / 2.087, 400 000 × 1 000 (11) 4.05 / 4.11. (The double tiles' batched DGEMMs did not follow it:
-// 1 000 columns gained 2 %, 1 250 lost 13 %.)
+// third of TF32_KSPLIT either way, the one whose pairs·ks products fill the most of their last wave (the
+// timings follow that count as though each product took one CTA), the nearest to TF32_KSPLIT among
+// equals. Measured on one H100 (2026-11-27, leases AD and AE; XᵀX in ms, 100 000 rows, this count
+// against 16): 500 columns (13) 0.456 / 0.546, 750 (18) 0.745 / 0.805, 1 000 (11) 1.071 / 1.156, 1 250
+// (12) 1.485 / 1.518, 1 500 (22) 2.065 / 2.087, 400 000 × 1 000 (11) 4.05 / 4.11. (The double tiles'
+// batched DGEMMs did not follow it: 1 000 columns gained 2 %, 1 250 lost 13 %.)
 static int64_t tf32_chunks(int64_t pairs, int nsm)
 {
     int64_t best = TF32_KSPLIT;
