@@ -5,7 +5,8 @@
 # (from the repository root, its output in WORKDIR/script.log, then WORKDIR/done) under setsid in the
 # background, and returns after LEASE_WAIT seconds (default 560) or once SCRIPT is done, whichever comes
 # first; `collect`, the next call made at once, waits the same way for the rest. Each packs WORKDIR
-# (but *.h5 and fuzz corpora) into $OUT/lease.tgz, the one file that needs to come back, and prints
+# (but *.h5 and fuzz corpora) into $OUT/lease.tgz, the one file that needs to come back (every 30 s as
+# it waits, so that a call its time limit cuts short still brings back what was written), and prints
 # WORKDIR/times.txt (lines the script adds with `lease_mark TEXT`, exported to it as a function).
 # Example, in one call and then the next:
 #   jobs/lease.sh start /tmp/w bash -c 'jobs/measure.sh /tmp/w/m build ctest; lease_mark ctest'
@@ -19,16 +20,31 @@ mkdir -p "$work" && work=$(cd "$work" && pwd) || exit 64
 out=${OUT:-$work/out}
 mkdir -p "$out"
 
+# WORKDIR into $OUT/lease.tgz, whole or not at all (a file the script is writing may make tar complain).
+archive() {
+    (cd "$work" && tar czf "$out/lease.tgz.part" --exclude='*.h5' --exclude='*/corpus' --exclude=./out . \
+        2>/dev/null)
+    [ -s "$out/lease.tgz.part" ] && mv "$out/lease.tgz.part" "$out/lease.tgz"
+}
+
 pack() {
-    (cd "$work" && tar czf "$out/lease.tgz" --exclude='*.h5' --exclude='*/corpus' --exclude=./out .)
+    archive
     cat "$work/times.txt" 2>/dev/null
     [ -e "$work/done" ] && echo "lease.sh: the script is done (status $(cat "$work/done"))" ||
         echo "lease.sh: the script is still running: call 'jobs/lease.sh collect $work' at once"
 }
 
+# Packs every 30 s while it waits: a call cut short by its time limit (the device budget's last seconds)
+# still brings back what the script had written by then.
 wait_done() {
-    local end=$((SECONDS + ${LEASE_WAIT:-560}))
-    while [ ! -e "$work/done" ] && [ "$SECONDS" -lt "$end" ]; do sleep 5; done
+    local end=$((SECONDS + ${LEASE_WAIT:-560})) next=$((SECONDS + 30))
+    while [ ! -e "$work/done" ] && [ "$SECONDS" -lt "$end" ]; do
+        sleep 5
+        if [ "$SECONDS" -ge "$next" ]; then
+            archive
+            next=$((SECONDS + 30))
+        fi
+    done
 }
 
 case $mode in
