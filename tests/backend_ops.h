@@ -4,7 +4,7 @@
 // provides: ops_run, ops_mem, ops_arr, OPS_U64, ops_unit, ops_dtype_name, ops_shape_n, ops_stream,
 //           ops_uniform, ops_bits, ops_fill, ops_dim, ops_rows,
 //           ops_new, ops_put, ops_upload, ops_get, ops_release, ops_arr_make, ops_arr_bytes, ops_ran, ops_err,
-//           ops_err_rel, ops_err_each, ops_err_gram, ops_err_bytes, ops_report, ops_skip, ops_chol_solve,
+//           ops_err_rel, ops_err_each, ops_err_gram, ops_err_bytes, ops_report, ops_skip, ops_chol_factor, ops_chol_solve,
 //           ops_abs_product, ops_kind, ops_key_get, ops_key_set, ops_order_key, ops_kind_name, ops_kinds,
 //           ops_kind_reference, ops_keys_make, ops_keys_sort, ops_sort_plan, ops_lr_open, the case functions
 #ifndef DS_TEST_BACKEND_OPS_H
@@ -99,7 +99,10 @@ void ops_report(ops_run *r, const char *op, const char *shape, const char *dtype
 // A line saying why op is not run in this mode.
 void ops_skip(ops_run *r, const char *op, const char *why);
 
-// Reference helpers: solves G·x = b for nrhs right-hand sides (G n × n row-major SPD, overwritten by
+// Reference helpers: G = L·Lᵀ in place (G n × n row-major, L in the lower triangle); returns info as
+// LAPACK's: 0, or j when the pivot of column j − 1 is not positive.
+int ops_chol_factor(double *G, int64_t n);
+// Solves G·x = b for nrhs right-hand sides (G n × n row-major SPD, overwritten by
 // its Cholesky factor; b n × nrhs row-major, overwritten by x); 0 when a pivot is not positive.
 int ops_chol_solve(double *G, int64_t n, double *b, int64_t nrhs);
 // S (m × n) = |A|·|B| for A m × k (lda) and B k × n (ldb), row-major: the scale of each entry of A·B.

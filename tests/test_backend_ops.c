@@ -276,14 +276,14 @@ void ops_skip(ops_run *r, const char *op, const char *why)
         printf("%-26s skipped: %s\n", op, why);
 }
 
-int ops_chol_solve(double *G, int64_t n, double *b, int64_t nrhs)
+int ops_chol_factor(double *G, int64_t n)
 {
     for (int64_t j = 0; j < n; j++) {  // G = L·Lᵀ, L in the lower triangle
         double d = G[j * n + j];
         for (int64_t k = 0; k < j; k++)
             d -= G[j * n + k] * G[j * n + k];
         if (!(d > 0))
-            return 0;
+            return (int)j + 1;
         G[j * n + j] = sqrt(d);
         for (int64_t i = j + 1; i < n; i++) {
             double v = G[i * n + j];
@@ -292,6 +292,13 @@ int ops_chol_solve(double *G, int64_t n, double *b, int64_t nrhs)
             G[i * n + j] = v / G[j * n + j];
         }
     }
+    return 0;
+}
+
+int ops_chol_solve(double *G, int64_t n, double *b, int64_t nrhs)
+{
+    if (ops_chol_factor(G, n) != 0)
+        return 0;
     for (int64_t c = 0; c < nrhs; c++) {
         for (int64_t i = 0; i < n; i++) {  // L·z = b
             double v = b[i * nrhs + c];

@@ -82,27 +82,6 @@ static double chol_ref_scale(double *H, int64_t n, double *s)
     return norm;
 }
 
-// H = L·Lᵀ in place (L in the lower triangle). Returns info as LAPACK's: 0, or j when the pivot of
-// column j − 1 is not positive.
-static int chol_ref_factor(double *H, int64_t n)
-{
-    for (int64_t j = 0; j < n; j++) {
-        double d = H[j * n + j];
-        for (int64_t k = 0; k < j; k++)
-            d -= H[j * n + k] * H[j * n + k];
-        if (!(d > 0))
-            return (int)j + 1;
-        H[j * n + j] = sqrt(d);
-        for (int64_t i = j + 1; i < n; i++) {
-            double v = H[i * n + j];
-            for (int64_t k = 0; k < j; k++)
-                v -= H[i * n + k] * H[j * n + k];
-            H[i * n + j] = v / H[j * n + j];
-        }
-    }
-    return 0;
-}
-
 // x = S·(L·Lᵀ)⁻¹·S·b, or x += that with add (LAPACK's dpotrs with the loops' L).
 static void chol_ref_solve(const double *L, const double *s, int64_t n, const double *b, double *x, int add, double *t)
 {
@@ -130,7 +109,7 @@ static void chol_make(ops_run *r, ops_mem *h, const chol_shape *cs, chol_in *in)
     in->s = ops_new(h, (size_t)n * 8);
     in->L = ops_put(h, in->G, (size_t)(n * n) * 8);
     const double anorm = chol_ref_scale(in->L, n, in->s);
-    in->info = cs->bad == 4 ? (int)b + 1 : chol_ref_factor(in->L, n);
+    in->info = cs->bad == 4 ? (int)b + 1 : ops_chol_factor(in->L, n);
     double rcond = 0.0;
     if (in->info == 0 && LAPACKE_dpocon(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, in->L, (lapack_int)n, anorm, &rcond) != 0)
         rcond = 0.0;
