@@ -248,8 +248,11 @@ static void check_window(ds_ctx *ctx)
     int64_t order[257];
     for (int64_t r = 0; r < rows; r++)
         order[r] = r;
-    char path[64];
-    snprintf(path, sizeof path, "test_rows_window_%d.h5", ctx->rank);
+    // A directory of its own (rows_cpu_np1 and rows_gpu_np1 may run side by side under ctest -j).
+    if (!test_tmp_open("rows"))
+        return;
+    char path[600];
+    snprintf(path, sizeof path, "%s", test_tmp_path("window.h5"));
     void *X = NULL, *Xp = NULL;  // pinned (on a device backend) and pageable
     double *y = NULL, *yp = NULL;
     int rc = window_file(ctx, rows, path);
@@ -294,7 +297,7 @@ static void check_window(ds_ctx *ctx)
     }
     memory_free(ctx, 0, X, y);
     memory_free(ctx, 1, Xp, yp);
-    remove(path);
+    test_tmp_remove();
 }
 
 static void check_failure(ds_ctx *ctx)
