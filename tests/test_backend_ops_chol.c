@@ -1,5 +1,5 @@
 // test_backend_ops_chol.c: test_backend_ops's cases of --method cholesky's operations (solve/solve_ops.h):
-// the equilibrated Cholesky factor and the solves with it (on a GPU, for a TF32 G, possibly the inverse
+// the equilibrated Cholesky factor and the solves with it (on a GPU, for an FP16 G, possibly the inverse
 // route's), against the CPU backend (gpu mode) or the loops here.
 #include <lapacke.h>
 #include <math.h>
@@ -22,7 +22,7 @@
 // bad 4: column b = n/2 an exact copy of column c = n/3 (X with a duplicated column): b's pivot is 0 in
 // exact arithmetic and rounding-level either side of 0 in floating point, and info = b + 1 is wanted
 // (by construction, not from the loops here): what the solve's duplicate-column check needs. well: σ =
-// the mean itself, which keeps κ₂ near 10 (κ₁, printed, some hundreds at 1 000 columns): a TF32 G's
+// the mean itself, which keeps κ₂ near 10 (κ₁, printed, some hundreds at 1 000 columns): an FP16 G's
 // case, which the low solves take at any n.
 typedef struct chol_shape {
     int64_t n;

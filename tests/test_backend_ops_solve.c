@@ -327,7 +327,7 @@ void case_solve_gram(ops_run *r)
 }
 
 // gram_single, where a backend has it: [G | c] summed in float from X and y rounded to the backend's
-// precision (float on the CPU, TF32 on CUDA), within the bound of the exact Gram 2·(2u + (m + ranks)·u_float)
+// precision (float on the CPU, FP16 with power-of-two column scales on CUDA), within the bound of the exact Gram 2·(2u + (m + ranks)·u_float)
 // of √(G_ii·G_jj) (u: single_unit, the rounding of X and y; u_float: the sums), and yy in double (gram's bound).
 void case_solve_gram_single(ops_run *r)
 {
@@ -353,14 +353,14 @@ void case_solve_gram_single(ops_run *r)
             xblock_text(r, &x, c == r->dut ? "" : " (on the CPU)", shape, sizeof shape);
             const double tol = 2.0 * (2.0 * c->be->solve->single_unit + (double)(x.m + r->nranks) * (FLT_EPSILON / 2));
             ops_report(r, "solve.gram_single", shape, ops_dtype_name(f32), ops_err_gram(fg, fw, n1, n1), tol, st);
-            setenv("DSOLVE_TF32_GROUPS", "5", 1);  // CUDA: several groups (5 where a chunk keeps 64 rows), tiles of
-            setenv("DSOLVE_TF32_KSPLIT", "3", 1);  // 32 (several for n = 130), 3 chunks a group
-            setenv("DSOLVE_TF32_TILE", "32", 1);
+            setenv("DSOLVE_HALF_GROUPS", "5", 1);  // CUDA: several groups (5 where a chunk keeps 64 rows), tiles of
+            setenv("DSOLVE_HALF_KSPLIT", "3", 1);  // 32 (several for n = 130), 3 chunks a group
+            setenv("DSOLVE_HALF_TILE", "32", 1);
             double *alt = ops_new(&h, (size_t)len * 8);
             const int st2 = gram_on(c, &x, y, alt);
-            unsetenv("DSOLVE_TF32_TILE");
-            unsetenv("DSOLVE_TF32_KSPLIT");
-            unsetenv("DSOLVE_TF32_GROUPS");
+            unsetenv("DSOLVE_HALF_TILE");
+            unsetenv("DSOLVE_HALF_KSPLIT");
+            unsetenv("DSOLVE_HALF_GROUPS");
             gram_full(alt, n, fg);
             ops_report(r, "solve.gram_single groups", shape, ops_dtype_name(f32), ops_err_gram(fg, fw, n1, n1), tol,
                        st2);

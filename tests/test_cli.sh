@@ -165,8 +165,8 @@ assert j["rel_residual"] < 1e-12 and j["normal_residual"] < 1e-12 and j["coef_er
 assert isinstance(j["refined"], bool) and 0 <= j["refine_seconds"] <= j["solve_seconds"], j
 h = j["residual_history"]
 assert len(h) == 2 and h[0] == 1 and h[1] == j["rel_residual"], h
-# low: the CPU backend sums X'X in single precision and refines; a GPU sums it in TF32 and refines
-want = "single" if j["backend"] == "cpu" else "tf32"
+# low: the CPU backend sums X'X in single precision and refines; a GPU sums it in FP16 and refines
+want = "single" if j["backend"] == "cpu" else "fp16"
 assert j["gram_precision"] == want and "gram_fallback" not in j, j
 assert j["passes"] >= 2 + j["refine_steps"] and 1 <= j["refine_steps"] <= 8, j
 PY

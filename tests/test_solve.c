@@ -403,7 +403,7 @@ static void check_cholesky(void)
         {"single X'X, noisy y", noisy, 0, 0, NULL, 1e-13},
         {"single X'X, float32 input", noisy, 1, 0, NULL, 1e-13},
         {"single X'X, rho 0.999", {.rows = 3000, .cols = 50, .seed = 16, .corr = 0.999}, 0, 0, NULL, 1e-11},
-        {"single X'X, columns scaled by 1e±100", noisy, 0, 1, "column 0 of X leaves float's range", 0},
+        {"single X'X, columns scaled by 1e±100", noisy, 0, 1, "column 0 of X leaves the range", 0},
         {"single X'X, rho 0.99999", {.rows = 3000, .cols = 50, .seed = 17, .corr = 0.99999}, 0, 0, "cond(X) about", 0},
     };
     for (size_t i = 0; i < sizeof sd / sizeof sd[0]; i++)

@@ -5,7 +5,7 @@
 // provides: ds_k_grad_update, ds_k_grad_update_scratch, ds_k_grad_once_parts, ds_k_grad_once,
 //           ds_k_block_step, ds_k_gram_sweeps, ds_k_gram_sweeps_scratch, ds_k_block_pinv_plan,
 //           ds_k_block_pinv, ds_k_block_sums, ds_k_coarse_step, ds_k_block_solve_step, ds_k_gram_sweeps_bs, ds_k_gram_reduce,
-//           ds_k_gram_reduce_shifted, ds_k_gram_reduce_aug_f32, ds_k_tf32_rows, ds_k_chol_scale, ds_k_scale_vec,
+//           ds_k_gram_reduce_shifted, ds_k_gram_reduce_aug_half, ds_k_half_scales, ds_k_half_rows, ds_k_chol_scale, ds_k_scale_vec,
 //           ds_k_step_size, ds_k_trsv_inverse_len, ds_k_trsv_work_len, ds_k_trsv_work_init, ds_k_trsv_prepare, ds_k_chol_trsv
 #ifndef DS_SOLVE_KERNELS_H
 #define DS_SOLVE_KERNELS_H
@@ -97,14 +97,20 @@ cudaError_t ds_k_gram_reduce(const double *P, int ks, int64_t n, double *G, cuda
 cudaError_t ds_k_gram_reduce_shifted(const double *P, int ks, int64_t n, int64_t ldp, int64_t split, double *G,
                                      cudaStream_t stream);
 // out = [G (n × n, row-major, full symmetric) | c (n)] = Σ_p P_p in double over ks float partials, each the
-// (n + 1) × (n + 1) Gram of [X y], column-major with leading dimension ld, consecutive partials part
-// apart, valid wherever row ≤ column.
-cudaError_t ds_k_gram_reduce_aug_f32(const float *P, int ks, int64_t n, int64_t ld, int64_t part, double *out,
-                                     cudaStream_t stream);
-// A (rows × ld floats, row-major): row r < nr is [X[r0 + r, :] y[r0 + r] 0 …] rounded to TF32 (X: n columns,
-// float with f32, else double), rows nr .. rows − 1 zero.
-cudaError_t ds_k_tf32_rows(const void *X, int f32, const double *y, int64_t n, int64_t r0, int64_t nr, int64_t rows,
-                           int64_t ld, float *A, cudaStream_t stream);
+// (n + 1) × (n + 1) Gram of [X y] scaled by ds_k_half_scales' S, column-major with leading dimension ld,
+// consecutive partials part apart, valid wherever row ≤ column; entry (i, j) times 2^(E_i + E_j).
+cudaError_t ds_k_gram_reduce_aug_half(const float *P, int ks, int64_t n, int64_t ld, int64_t part, const int *E,
+                                      double *out, cudaStream_t stream);
+// The column scales of [X y] (X: m × n, float with f32, else double) for its FP16 rounding, from a sample
+// of 1 024 rows spread over X: S[j] = 2^−E[j] takes the sample's largest |value| of column j into
+// [2^−6, 2^−5) (E = 0 for a column the sample saw as zero or not finite), j < ld (0 beyond n). M: n + 1
+// doubles of scratch.
+cudaError_t ds_k_half_scales(const void *X, int f32, const double *y, int64_t m, int64_t n, int64_t ld,
+                             unsigned long long *M, int *E, double *S, cudaStream_t stream);
+// A (rows × ld halves, row-major; ld even): row r < nr is S ∘ [X[r0 + r, :] y[r0 + r] 0 …] rounded to FP16
+// (an infinity where a value leaves its range), rows nr .. rows − 1 zero.
+cudaError_t ds_k_half_rows(const void *X, int f32, const double *y, int64_t n, int64_t r0, int64_t nr, int64_t rows,
+                           int64_t ld, const double *S, void *A, cudaStream_t stream);
 
 // chol.cu ----------------------------------------------------------------------------------------
 

@@ -37,11 +37,11 @@ static const ds_opt solve_table[] = {
      "for ill-conditioned X; auto: cholesky when the factor shows X well conditioned, else qr (residual "
      "SolveBak when X'X would not fit), and says why"},
     {"gram-precision", OPT_CHOICE, "auto", "auto|low|double", 0, 0,
-     "cholesky: low sums X'X in a lower precision (single on the CPU backend, at twice the rate; TF32 on a "
-     "GPU's tensor cores), then refines the answer to double's accuracy in passes over X, and forms X'X again "
-     "in double when X leaves float's range or is too ill-conditioned for that; auto (the default): low on the "
-     "CPU, and on a GPU where it pays for its extra passes (from 400 columns and 5e10 rows x columns^2 a "
-     "rank); double: X'X in double and one refinement step; a streamed X always takes double"},
+     "cholesky: low sums X'X in a lower precision (single on the CPU backend, at twice the rate; FP16 on a "
+     "GPU's tensor cores, columns scaled by powers of two), then refines the answer to double's accuracy in passes over X, and forms X'X again "
+     "in double when X leaves that precision's range or is too ill-conditioned for that; auto (the default): low on the "
+     "CPU, and on a GPU where it pays for its extra passes (from 250 columns and 1.5e10 rows x columns^2 "
+     "a rank); double: X'X in double and one refinement step; a streamed X always takes double"},
     {"block-solve", OPT_FLAG, NULL, NULL, 0, 0,
      "SolveBak: solve each block exactly (block Gauss-Seidel) and correct the block sums after every sweep; "
      "converges on correlated columns"},

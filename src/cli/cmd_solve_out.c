@@ -154,7 +154,7 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
     if (chol && strcmp(res->gram_precision, "double") != 0)
         printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), X'X in %s, "
                "%d refinement step%s in double (%d passes over X)\n", res->cond_estimate,
-               strcmp(res->gram_precision, "tf32") == 0 ? "TF32 on the tensor cores" : "single precision",
+               strcmp(res->gram_precision, "fp16") == 0 ? "FP16 on the tensor cores" : "single precision",
                res->refined, res->refined == 1 ? "" : "s", res->passes);
     else if (chol)
         printf("  method cholesky (equilibrated normal equations, cond(X) about %.2g), refinement step %s\n",

@@ -15,15 +15,22 @@
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
 // strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
-// The TF32 Gram (gram_xtx_tf32, cholesky's first attempt): [X y] rounded to TF32 a group of rows at a time
-// into one of two float buffers (zero columns pad a row to a whole number of tiles), while the group
-// before it is multiplied: one batched tensor-core GEMM a group, a tile pair (I ≤ J, as in the tiled
-// plan) of each of ks row chunks (tf32_chunks: about TF32_KSPLIT, as many as fill whole waves of the
-// GPU's multiprocessors), each chunk summing into its own float partial, the partials added in double at
-// the end. Measured on one H100 (2026-11-27), [X y] of 100 000 × 1 001 (the conversion
-// included): tiles of 128 1.19 ms, of 256 1.20, of 64 1.45, one full product a chunk 1.48, and the same
-// product 1 001 wide, unpadded, 2.37 ms (cuBLAS's kernels for sides not a multiple of 4 are far slower).
-// provides: gram_xtx_f64, gram_xtx_tf32
+// The FP16 Gram (gram_xtx_half, cholesky's first attempt): each column of [X y] scaled by a power of two
+// from a sample of 1 024 rows (the sample's largest magnitude near 2^−6, 21 binades under FP16's largest),
+// rounded to FP16 (TF32's 10 bits of mantissa, twice its tensor-core rate and half its bytes) a group of
+// rows at a time into one of two buffers (zero columns pad a row to a whole number of tiles), while the
+// group before it is multiplied: one batched tensor-core GEMM a group (float sums), a tile pair (I ≤ J, as
+// in the tiled plan) of each of ks row chunks (half_chunks: about HALF_KSPLIT, as many as fill whole waves
+// of the GPU's multiprocessors), each chunk summing into its own float partial, the partials added in
+// double and scaled back at the end. A value that leaves FP16's range after its column's scale becomes
+// infinite, and so does G's diagonal, which the range check after the product sees (then X'X in double).
+// Measured on one H100 (2026-11-28, jobs/experiments/gram_half.cu, [X y] of 100 000 × 1 001, tiles of 128,
+// 11 chunks): the rounding 335 µs and the products 195 µs in FP16 against 445 and 569 µs in TF32 (the
+// previous plan), G's error of the same size (4-6e-5 of √(G_ii·G_jj) at most); tiles of 256 (16 chunks)
+// 201 µs, of 512 224 µs. Before that, in TF32 (2026-11-27): tiles of 128 1.19 ms with the conversion, of
+// 256 1.20, of 64 1.45, one full product a chunk 1.48, and the product 1 001 wide, unpadded, 2.37 ms
+// (cuBLAS's kernels for sides not a multiple of 4 are far slower).
+// provides: gram_xtx_f64, gram_xtx_half
 #define _POSIX_C_SOURCE 200809L
 
 #include <limits.h>
@@ -35,8 +42,8 @@
 // From GRAM_SYRK_COLS columns the plan is DSYRK, and from GRAM_SYRK_COLS_TALL when a rank has at least
 // GRAM_SYRK_ROWS rows (gram_make_plan).
 enum { GRAM_SYRK_COLS = 2000, GRAM_SYRK_COLS_TALL = 1500, GRAM_SYRK_ROWS = 200000 };
-#define TF32_GROUP_BYTES ((int64_t)256 << 20)
-enum { TF32_TILE = 128, TF32_KSPLIT = 16, TF32_GROUPS = 1 };
+#define HALF_GROUP_BYTES ((int64_t)256 << 20)
+enum { HALF_TILE = 128, HALF_KSPLIT = 16, HALF_GROUPS = 1 };
 
 typedef struct gram_plan {
     int64_t t, T, ks, kc;  // tile width, tiles per side, row chunks, rows per chunk
@@ -260,29 +267,29 @@ int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const doubl
     return DS_OK;
 }
 
-typedef struct tf32_plan {
+typedef struct half_plan {
     int64_t ld;          // the side of the products and the rows' stride: n + 1 rounded up to t
     int64_t t, T;        // tile width, tiles a side (T = 1: one full product a chunk)
     int64_t ks, kc;      // chunks a group, rows a chunk (cuBLAS's k)
     int64_t groups;      // groups of ks·kc rows, the last padded with zero rows
-} tf32_plan;
+} half_plan;
 
 // The row chunks of a group for pairs tile products on nsm multiprocessors: of the counts within a
-// third of TF32_KSPLIT either way, the one whose pairs·ks products fill the most of their last wave (the
-// timings follow that count as though each product took one CTA), the nearest to TF32_KSPLIT among
-// equals. Measured on one H100 (2026-11-27, leases AD and AE; XᵀX in ms, 100 000 rows, this count
-// against 16): 500 columns (13) 0.456 / 0.546, 750 (18) 0.745 / 0.805, 1 000 (11) 1.071 / 1.156, 1 250
+// third of HALF_KSPLIT either way, the one whose pairs·ks products fill the most of their last wave (the
+// timings follow that count as though each product took one CTA), the nearest to HALF_KSPLIT among
+// equals. Measured on one H100 in TF32 (2026-11-27, leases AD and AE; XᵀX in ms, 100 000 rows, this
+// count against 16; in FP16 11 chunks took 195 µs against 221 for 16, 2026-11-28): 500 columns (13) 0.456 / 0.546, 750 (18) 0.745 / 0.805, 1 000 (11) 1.071 / 1.156, 1 250
 // (12) 1.485 / 1.518, 1 500 (22) 2.065 / 2.087, 400 000 × 1 000 (11) 4.05 / 4.11. (The double tiles'
 // batched DGEMMs did not follow it: 1 000 columns gained 2 %, 1 250 lost 13 %.)
-static int64_t tf32_chunks(int64_t pairs, int nsm)
+static int64_t half_chunks(int64_t pairs, int nsm)
 {
-    int64_t best = TF32_KSPLIT;
+    int64_t best = HALF_KSPLIT;
     double best_fill = 0;
-    for (int64_t ks = TF32_KSPLIT - TF32_KSPLIT / 3; ks <= TF32_KSPLIT + TF32_KSPLIT / 2; ks++) {
+    for (int64_t ks = HALF_KSPLIT - HALF_KSPLIT / 3; ks <= HALF_KSPLIT + HALF_KSPLIT / 2; ks++) {
         const int64_t ctas = pairs * ks, waves = (ctas + nsm - 1) / nsm;
         const double fill = (double)ctas / (double)(waves * nsm);
-        const int64_t d = ks > TF32_KSPLIT ? ks - TF32_KSPLIT : TF32_KSPLIT - ks;
-        const int64_t db = best > TF32_KSPLIT ? best - TF32_KSPLIT : TF32_KSPLIT - best;
+        const int64_t d = ks > HALF_KSPLIT ? ks - HALF_KSPLIT : HALF_KSPLIT - ks;
+        const int64_t db = best > HALF_KSPLIT ? best - HALF_KSPLIT : HALF_KSPLIT - best;
         if (fill > best_fill + 1e-9 || (fill > best_fill - 1e-9 && d < db)) {
             best = ks;
             best_fill = fill;
@@ -291,19 +298,19 @@ static int64_t tf32_chunks(int64_t pairs, int nsm)
     return best;
 }
 
-// The plan: tiles of TF32_TILE, tf32_chunks chunks a group (fewer where their partials would pass 2 GB:
-// from about 5 600 columns), and TF32_GROUPS groups (more where a group's buffer would pass
-// TF32_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer than 64 rows).
-// DSOLVE_TF32_TILE (0: one full product), _KSPLIT and _GROUPS override them.
-static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
+// The plan: tiles of HALF_TILE, half_chunks chunks a group (fewer where their partials would pass 2 GB:
+// from about 5 600 columns), and HALF_GROUPS groups (more where a group's buffer would pass
+// HALF_GROUP_BYTES or an eighth of the memory free, fewer where a chunk would have fewer than 64 rows).
+// DSOLVE_HALF_TILE (0: one full product), _KSPLIT and _GROUPS override them.
+static half_plan half_make_plan(const cuda_state *st, int64_t m, int64_t n)
 {
-    tf32_plan p;
+    half_plan p;
     const int64_t n1 = n + 1, side = (n1 + 31) / 32 * 32;
-    p.t = env_int("DSOLVE_TF32_TILE", TF32_TILE);
+    p.t = env_int("DSOLVE_HALF_TILE", HALF_TILE);
     p.t = p.t <= 0 || p.t >= side ? side : (p.t + 31) / 32 * 32;
     p.ld = (n1 + p.t - 1) / p.t * p.t;
     p.T = p.ld / p.t;
-    p.ks = env_int("DSOLVE_TF32_KSPLIT", tf32_chunks(p.T * (p.T + 1) / 2, st->nsm > 0 ? st->nsm : 1));
+    p.ks = env_int("DSOLVE_HALF_KSPLIT", half_chunks(p.T * (p.T + 1) / 2, st->nsm > 0 ? st->nsm : 1));
     p.ks = p.ks < 1 ? 1 : p.ks;
     while (p.ks > 1 && (double)p.ks * p.ld * p.ld * 4 > 2e9)  // the float partials stay under 2 GB (wide X)
         p.ks--;
@@ -311,9 +318,9 @@ static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
         free_b = 0;
     int64_t budget = (int64_t)((free_b + st->scratch_doubles * sizeof(double)) / 8);
-    budget = budget < TF32_GROUP_BYTES ? budget : TF32_GROUP_BYTES;
-    const int64_t fit = budget / (4 * p.ld) / p.ks, most = (m + 64 * p.ks - 1) / (64 * p.ks);
-    p.groups = env_int("DSOLVE_TF32_GROUPS", TF32_GROUPS);
+    budget = budget < HALF_GROUP_BYTES ? budget : HALF_GROUP_BYTES;
+    const int64_t fit = budget / (2 * p.ld) / p.ks, most = (m + 64 * p.ks - 1) / (64 * p.ks);
+    p.groups = env_int("DSOLVE_HALF_GROUPS", HALF_GROUPS);
     p.groups = p.groups > most ? most : p.groups;
     const int64_t need = fit > 0 ? (m + fit * p.ks - 1) / (fit * p.ks) : 1;  // groups within the budget
     p.groups = need > p.groups ? need : p.groups;
@@ -326,7 +333,7 @@ static tf32_plan tf32_make_plan(const cuda_state *st, int64_t m, int64_t n)
 
 // The pointers of the tile products for buffer b: (I ≤ J, chunk c) reads columns I·t and J·t of chunk c's
 // rows and writes tile (I, J) of partial c, all A, then all B, then all C.
-static void tf32_pointers(const tf32_plan *p, const float *buf, float *P, const void **host)
+static void half_pointers(const half_plan *p, const uint16_t *buf, float *P, const void **host)
 {
     const int64_t pairs = p->T * (p->T + 1) / 2 * p->ks;
     int64_t at = 0;
@@ -339,33 +346,42 @@ static void tf32_pointers(const tf32_plan *p, const float *buf, float *P, const 
             }
 }
 
-// The groups are pipelined: the conversion of one on side stream 0 beside the products of the one before
-// it on the main stream, two buffers in turn (a single group on one H100 took 1.13-1.17 ms for 100 000 ×
-// 1 000, two to eight 1.17-1.33 ms: the conversion barely overlaps the products, which fill the GPU).
-int gram_xtx_tf32(ds_ctx *ctx, const void *X, int f32, int64_t m, int64_t n, const double *y, double *out)
+// The groups are pipelined: the rounding of one on side stream 0 beside the products of the one before
+// it on the main stream, two buffers in turn (in TF32 a single group on one H100 took 1.13-1.17 ms for
+// 100 000 × 1 000, two to eight 1.17-1.33 ms: the rounding barely overlaps the products, which fill the
+// GPU). The column scales come first, on the main stream.
+int gram_xtx_half(ds_ctx *ctx, const void *X, int f32, int64_t m, int64_t n, const double *y, double *out)
 {
     cuda_state *st = state(ctx);
-    const tf32_plan p = tf32_make_plan(st, m, n);
+    const half_plan p = half_make_plan(st, m, n);
     const int64_t part = p.ld * p.ld, rows = p.ks * p.kc, pairs = p.T * (p.T + 1) / 2 * p.ks;
     if (p.ld > INT_MAX / 4 || p.kc > INT_MAX)
-        return ds_fail(&ctx->msg, DS_ERR_USAGE, "TF32 X'X: %lld columns or %lld rows a chunk exceed cuBLAS's int",
+        return ds_fail(&ctx->msg, DS_ERR_USAGE, "FP16 X'X: %lld columns or %lld rows a chunk exceed cuBLAS's int",
                        (long long)n, (long long)p.kc);
     const int nbuf = p.groups > 1 ? 2 : 1;
+    // scratch, in doubles: the buffers (rows·ld halves each), the float partials, then M and S (ld each)
+    // and E (ld ints)
+    const int64_t bufs = (nbuf * rows * p.ld + 3) / 4, parts = (p.ks * part + 1) / 2;
     double *scratch;
-    DS_CHECK(scratch_reserve(ctx, (size_t)((nbuf * rows * p.ld + p.ks * part) / 2 + 1), &scratch));
-    float *buf[2] = {(float *)scratch, (float *)scratch + rows * p.ld}, *P = buf[0] + nbuf * rows * p.ld;
+    DS_CHECK(scratch_reserve(ctx, (size_t)(bufs + parts + 3 * p.ld), &scratch));
+    uint16_t *buf[2] = {(uint16_t *)scratch, (uint16_t *)scratch + rows * p.ld};
+    float *P = (float *)(scratch + bufs);
+    double *S = scratch + bufs + parts + p.ld;
+    unsigned long long *M = (unsigned long long *)(scratch + bufs + parts);
+    int *E = (int *)(S + p.ld);
     DS_CHECK(ptrs_reserve(ctx, (size_t)(nbuf * 3 * pairs)));
     const void **host = malloc((size_t)(nbuf * 3 * pairs) * sizeof *host);
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int b = 0; b < nbuf; b++)
-        tf32_pointers(&p, buf[b], P, host + b * 3 * pairs);
+        half_pointers(&p, buf[b], P, host + b * 3 * pairs);
     cudaError_t up = cudaMemcpyAsync(st->ptrs, host, (size_t)(nbuf * 3 * pairs) * sizeof *host, cudaMemcpyHostToDevice,
                                      st->stream);
     DS_CHECK(cuda_wait(ctx, NULL));  // host is pageable and freed next
     free(host);
     CUDA_CHECK(ctx, up);
-    // Events: join[b] a conversion into buffer b done, join[2 + b] the products that read it done.
+    CUDA_CHECK(ctx, ds_k_half_scales(X, f32, y, m, n, p.ld, M, E, S, st->stream));
+    // Events: join[b] a rounding into buffer b done, join[2 + b] the products that read it done.
     CUDA_CHECK(ctx, cudaEventRecord(st->fork, st->stream));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
     const float one = 1.0f, zero = 0.0f;
@@ -374,18 +390,17 @@ int gram_xtx_tf32(ds_ctx *ctx, const void *X, int f32, int64_t m, int64_t n, con
         const int64_t r0 = g * rows, nr = m - r0 < rows ? m - r0 : rows;
         if (g >= 2)
             CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->join[2 + b], 0));
-        CUDA_CHECK(ctx, ds_k_tf32_rows(X, f32, y, n, r0, nr, rows, p.ld, buf[b], st->side[0]));
+        CUDA_CHECK(ctx, ds_k_half_rows(X, f32, y, n, r0, nr, rows, p.ld, S, buf[b], st->side[0]));
         CUDA_CHECK(ctx, cudaEventRecord(st->join[b], st->side[0]));
         CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[b], 0));
         const void *const *A = (const void *const *)st->ptrs + b * 3 * pairs;
         // C = Aᵀ·B on every tile pair (column-major: the t × kc slices of the ld × kc chunk, one transposed)
         CUBLAS_CHECK(ctx, cublasGemmBatchedEx(st->blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)p.t, (int)p.t, (int)p.kc, &one,
-                                              A, CUDA_R_32F, (int)p.ld, A + pairs, CUDA_R_32F, (int)p.ld,
+                                              A, CUDA_R_16F, (int)p.ld, A + pairs, CUDA_R_16F, (int)p.ld,
                                               g == 0 ? &zero : &one, (void *const *)(A + 2 * pairs), CUDA_R_32F,
-                                              (int)p.ld, (int)pairs, CUBLAS_COMPUTE_32F_FAST_TF32,
-                                              CUBLAS_GEMM_DEFAULT));
+                                              (int)p.ld, (int)pairs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         CUDA_CHECK(ctx, cudaEventRecord(st->join[2 + b], st->stream));
     }
-    CUDA_CHECK(ctx, ds_k_gram_reduce_aug_f32(P, (int)p.ks, n, p.ld, part, out, st->stream));
+    CUDA_CHECK(ctx, ds_k_gram_reduce_aug_half(P, (int)p.ks, n, p.ld, part, E, out, st->stream));
     return DS_OK;
 }

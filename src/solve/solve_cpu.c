@@ -332,6 +332,7 @@ const solve_ops solve_ops_cpu = {
     .single_name = "single",
     .single_unit = FLT_EPSILON / 2,
     .single_cond_max = 300.0,  // its steps shrink by about cond(X)²·ε_float: 300² · 6e-8 = 5e-3 a step
+    .single_range = {1e-30, 1e37},  // float's normal range with room
     .gram_sweeps = cpu_gram_sweeps,
     .block_pinv = cpu_block_pinv,
     .block_sums = cpu_block_sums,

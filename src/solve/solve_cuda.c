@@ -15,19 +15,20 @@
 #include "solve/solve_kernels.h"
 #include "solve/solve_ops.h"
 
-// cholesky's TF32 attempt is set aside beyond this estimate of cond(X): its refinement steps shrink by
-// about 5e-5·cond(X)² (simulated on uniform X of 50 000 × 1 000 and 30 000 × 1 000: 4e-5 a step at
-// cond 1.01, 1.8e-4 at 1.84), which is 5e-3 a step at 10.
-#define TF32_COND_MAX 10.0
+// cholesky's FP16 attempt is set aside beyond this estimate of cond(X): its refinement steps shrink by
+// about 5e-5·cond(X)² (simulated for TF32, whose mantissa FP16's equals, on uniform X of 50 000 × 1 000
+// and 30 000 × 1 000: 4e-5 a step at cond 1.01, 1.8e-4 at 1.84), which is 5e-3 a step at 10.
+#define HALF_COND_MAX 10.0
 
-// The TF32 attempt's two more passes over X, two more solves and its conversion cost what the tensor
-// cores save on X'X where X is narrow or short: --gram-precision auto takes it from TF32_MIN_COLS columns
-// where a rank's rows·n² reach TF32_MIN_WORK. Measured on an H100 (2026-11-27, lease Q; ms, TF32 against
-// double): 100 000 × 1 000 3.03 / 3.67, 50 000 × 1 000 2.12 / 2.33, 100 000 × 750 2.31 / 2.80, 200 000 × 500
-// 2.62 / 2.65, 25 000 × 2 000 2.98 / 3.49, 10⁶ × 1 000 20.0 / 29.9; below it 100 000 × 500 1.66 / 1.59,
-// 100 000 × 250 1.15 / 0.81, 10⁶ × 250 5.06 / 4.40 (at 250 columns the passes outweigh the product).
-#define TF32_MIN_COLS 400
-#define TF32_MIN_WORK 5e10
+// The FP16 attempt's two more passes over X, two more solves and its rounding cost what the tensor
+// cores save on X'X where X is narrow or short: --gram-precision auto takes it from HALF_MIN_COLS columns
+// where a rank's rows·n² reach HALF_MIN_WORK. Measured on an H100 (2026-11-28, lease D; ms, FP16 against
+// double, --repeat 5): 100 000 × 1 000 2.26 / 3.56, 50 000 × 1 000 1.62 / 2.14, 25 000 × 1 000 1.32 / 1.55,
+// 25 000 × 2 000 2.47 / 3.32, 100 000 × 750 1.78 / 2.66, 50 000 × 750 1.31 / 1.68, 200 000 × 500 1.88 / 2.60,
+// 100 000 × 400 1.19 / 1.32, 10⁶ × 250 4.02 / 4.40; below it 100 000 × 250 0.83 / 0.73 (there the passes
+// outweigh the product). In TF32 (2026-11-27) the rule was 400 columns and 5e10.
+#define HALF_MIN_COLS 250
+#define HALF_MIN_WORK 1.5e10
 
 // ---------------------------------------------------------------------------------------------------
 // Gram products. cuBLAS is column-major: X (m × n row-major) is Xᵀ (n × m, ld n) to it, and the
@@ -139,18 +140,18 @@ static int cuda_gram(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
 
 static int cuda_single_pays(int64_t rows, int64_t n)
 {
-    return n >= TF32_MIN_COLS && (double)rows * (double)n * (double)n >= TF32_MIN_WORK;
+    return n >= HALF_MIN_COLS && (double)rows * (double)n * (double)n >= HALF_MIN_WORK;
 }
 
-// gram_single here: [G | c] from [X y] rounded to TF32, summed on the tensor cores (gram_xtx_tf32, at
-// several times DGEMM's rate), ‖y‖² in double.
+// gram_single here: [G | c] from [X y] scaled and rounded to FP16, summed on the tensor cores
+// (gram_xtx_half, at many times DGEMM's rate), ‖y‖² in double.
 static int cuda_gram_single(ds_ctx *ctx, const ds_mat *X, const double *y, double *out)
 {
     const int64_t n = X->cols, m = X->rows;
     if (m == 0 || n == 0)
         CUDA_CHECK(ctx, ds_k_fill(out, n * n + n + 1, 0.0, state(ctx)->stream));
     else
-        DS_CHECK(gram_xtx_tf32(ctx, X->data, X->f32, m, n, y, out));
+        DS_CHECK(gram_xtx_half(ctx, X->data, X->f32, m, n, y, out));
     return dot_self(ctx, y, m, out + n * n + n);
 }
 
@@ -393,9 +394,10 @@ const solve_ops solve_ops_cuda = {
     .block_step = cuda_block_step,
     .gram = cuda_gram,
     .gram_single = cuda_gram_single,
-    .single_name = "tf32",
-    .single_unit = 1.0 / 2048,  // TF32's 10 bits of mantissa, rounded to nearest
-    .single_cond_max = TF32_COND_MAX,
+    .single_name = "fp16",
+    .single_unit = 1.0 / 2048,  // FP16's 10 bits of mantissa, rounded to nearest (its normal range)
+    .single_cond_max = HALF_COND_MAX,
+    .single_range = {1e-290, 1e290},
     .single_pays = cuda_single_pays,
     .gram_sweeps = cuda_gram_sweeps,
     .block_pinv = cuda_block_pinv,

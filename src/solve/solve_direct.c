@@ -36,10 +36,10 @@ static int sb_chol_range(ds_ctx *ctx, const double *diag, int64_t n, double *hos
 }
 
 // Why the single-precision attempt is set aside (sb_single_verdict): the format of its value, then of the
-// precision's name (solve_ops' single_name: single, tf32).
+// precision's name (solve_ops' single_name: single, fp16).
 enum { SB_KEEP, SB_FB_RANGE, SB_FB_FACTOR, SB_FB_COND, SB_FB_SLOW, SB_FB_STEPS };
 static const char *const sb_fb_format[] = {
-    [SB_FB_RANGE] = "column %.0f of X leaves float's range, which X'X in %s needs",
+    [SB_FB_RANGE] = "column %.0f of X leaves the range that X'X in %s needs",
     [SB_FB_FACTOR] = "X'X is not positive definite at column %.0f in %s",
     [SB_FB_COND] = "cond(X) about %.2g from the factor of X'X in %s: its refinement would be slow",
     [SB_FB_SLOW] = "the refinement steps shrink by only %.2g a step (X'X in %s)",
@@ -66,23 +66,30 @@ static int sb_single_verdict(ds_ctx *ctx, sb_work *w, int code, double v)
     if (msg[0] == SB_KEEP)
         return 0;
     const char *name = ctx->be->solve->single_name ? ctx->be->solve->single_name : "single";
-    snprintf(w->why, sizeof w->why, sb_fb_format[(int)msg[0]], msg[1], name);
+    if (msg[0] == SB_FB_RANGE && msg[1] < 0)  // c, not a column of X
+        snprintf(w->why, sizeof w->why, "y leaves the range that X'y in %s needs", name);
+    else
+        snprintf(w->why, sizeof w->why, sb_fb_format[(int)msg[0]], msg[1], name);
     w->fallback = w->why;
     return 1;
 }
 
-// The single-precision G's range: each X_j's ‖X_j‖² (diag, host) within float's normal range with room
-// (a column that underflows to 0 looks like a zero column; one that overflows is Inf), c finite.
+// The single-precision G's range: each X_j's ‖X_j‖² (diag, host) within the backend's single_range (a
+// column that underflows to 0 looks like a zero column; one that overflows is Inf), c finite.
 static int sb_single_range(ds_ctx *ctx, sb_work *w, int64_t n, double *host)
 {
     int rc = ctx->be->download(ctx, host, w->diag, (size_t)n * sizeof(double));
     if (rc == DS_OK)
         rc = ctx->be->download(ctx, host + n, w->g, (size_t)n * sizeof(double));
-    int64_t bad = -1;
+    const double lo = ctx->be->solve->single_range[0], hi = ctx->be->solve->single_range[1];
+    int64_t bad = -1;  // the first column out of range, else −2 where only c is not finite (y's fault)
     for (int64_t j = 0; j < n && bad < 0 && rc == DS_OK; j++)
-        if (!(host[j] >= 1e-30 && host[j] <= 1e37 && isfinite(host[n + j])))
+        if (!(host[j] >= lo && host[j] <= hi))
             bad = j;
-    sb_single_verdict(ctx, w, bad < 0 ? SB_KEEP : SB_FB_RANGE, (double)bad);  // on every rank, as it is collective
+    for (int64_t j = 0; j < n && bad == -1 && rc == DS_OK; j++)
+        if (!isfinite(host[n + j]))
+            bad = -2;
+    sb_single_verdict(ctx, w, bad == -1 ? SB_KEEP : SB_FB_RANGE, (double)bad);  // on every rank: it is collective
     return rc;
 }
 

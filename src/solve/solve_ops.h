@@ -126,13 +126,17 @@ typedef struct solve_ops {
 
     // gram, with G and c summed in a lower precision from X and y rounded to it (yy in double): the Gram
     // that --method cholesky factors first and then refines to double's accuracy in passes over X
-    // (solve_direct.c). The CPU's: float (SSYRK); CUDA's: TF32 on the tensor cores. single_name is what
-    // the result calls it (gram_precision), single_unit the unit roundoff of X's rounding, and
-    // single_cond_max the estimate of cond(X) beyond which the refinement would be too slow to try.
+    // (solve_direct.c). The CPU's: float (SSYRK); CUDA's: FP16 on the tensor cores, each column
+    // scaled by a power of two. single_name is what the result calls it (gram_precision), single_unit
+    // the unit roundoff of X's rounding, single_cond_max the estimate of cond(X) beyond which the
+    // refinement would be too slow to try, and single_range the bounds within which every ‖X_j‖² must
+    // lie for the attempt (float's range with room on the CPU; on CUDA, whose columns are scaled, any
+    // normal double: a value out of FP16's range makes it infinite, a column the rounding lost, zero).
     int (*gram_single)(ds_ctx *ctx, const ds_mat *X, const double *y, double *out);
     const char *single_name;
     double single_unit;
     double single_cond_max;
+    double single_range[2];
     // Whether the single attempt is expected to pay for its extra passes over X at this many rows a rank
     // and n columns (--gram-precision auto); NULL: always.
     int (*single_pays)(int64_t rows, int64_t n);

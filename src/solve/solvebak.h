@@ -8,10 +8,11 @@
 // And the direct method on the same system, cholesky: columns equilibrated (s_j = 1/‖X_j‖), the Cholesky
 // factor of S·G·S and one solve, then one step of iterative refinement from the certificate pass, kept
 // when it lowers the normal residual. A G that is not positive definite is exit 4. Where the backend
-// offers it, G is summed in a lower precision instead (the CPU: single, twice the rate; CUDA: TF32 on the
-// tensor cores) and the refinement repeated until the steps reach double's rounding (LAPACK dsposv's
-// scheme, in passes over X); when X leaves float's range, looks too ill-conditioned for it, or the steps
-// do not shrink fast, G is formed again in double (solve_direct.c).
+// offers it, G is summed in a lower precision instead (the CPU: single, twice the rate; CUDA: FP16 on the
+// tensor cores, columns scaled by powers of two) and the refinement repeated until the steps reach
+// double's rounding (LAPACK dsposv's scheme, in passes over X); when X leaves that precision's range,
+// looks too ill-conditioned for it, or the steps do not shrink fast, G is formed again in double
+// (solve_direct.c).
 // provides: sb_opts, sb_result, solvebak_run, solvebak_run_rows, solvebak_stream_plan, solvebak_result_free,
 //           SB_METHOD_*, SB_STREAM_GRAM_BYTES
 #ifndef DS_SOLVEBAK_H
@@ -64,7 +65,7 @@ typedef struct sb_result {
     double tried_seconds;  // auto: the method tried first and set aside (wall clock; in solve_seconds)
     int refined;           // cholesky: the refinement steps kept (each lowered the normal residual)
     double refine_seconds; // cholesky: the refinement (a solve and a certificate pass a step); in solve_seconds
-    const char *gram_precision;  // cholesky: "single" or "tf32" (X'X in that precision, then refined) or "double"
+    const char *gram_precision;  // cholesky: "single" or "fp16" (X'X in that precision, then refined) or "double"
     char gram_fallback[160];     // cholesky: why the single-precision X'X was set aside for double, else empty
     double fallback_seconds;     // cholesky: the single-precision attempt set aside (wall clock; in solve_seconds)
     int passes;                  // cholesky: passes over X (X'X, the certificate, one a refinement step)
