@@ -103,7 +103,7 @@ cudaError_t ds_k_gram_reduce_aug_half(const float *P, int ks, int64_t n, int64_t
                                       double *out, cudaStream_t stream);
 // The column scales of [X y] (X: m × n, float with f32, else double) for its FP16 rounding, from a sample
 // of 1 024 rows spread over X: S[j] = 2^−E[j] takes the sample's largest |value| of column j into
-// [2^−6, 2^−5) (E = 0 for a column the sample saw as zero or not finite), j < ld (0 beyond n). M: n + 1
+// [2^−6, 2^−5) (E = 0 for a column the sample saw as zero or not finite), j < ld (E = 0 beyond n). M: n + 1
 // doubles of scratch.
 cudaError_t ds_k_half_scales(const void *X, int f32, const double *y, int64_t m, int64_t n, int64_t ld,
                              unsigned long long *M, int *E, double *S, cudaStream_t stream);
