@@ -75,15 +75,17 @@ def solvebak_options(zero_residual):
 
 
 CPU_RANKS = {"residual": (1, 3), "gram": (1, 4), "gram-block": (1, 3),
-             "cholesky": (1, 2, 3, 4), "cholesky-low": (1, 3), "qr": (1, 2, 3, 4), "auto": (1, 2, 3, 4)}
+             "cholesky": (1, 2, 3, 4), "cholesky-low": (), "qr": (1, 2, 3, 4), "auto": (1, 2, 3, 4)}
+# None on the CPU for cholesky-low: there cholesky's own --gram-precision auto is already the low precision
+# (float), so that column would repeat cholesky's runs (--ranks does not add them back).
 
 # The contract, per case and method. P: exit 0 that earns the ratio. H: P, or exit 0 with a stop reason other
 # than "converged", or a clean refusal (SolveBak beyond what it can do). R: a clean refusal (exit 4).
 # PR: P or R. Why: cholesky equilibrates its columns but squares cond(X), so it refuses cond 1e8 and beyond;
 # qr is exact up to cond 1e12 and refuses a rank-deficient X; auto always answers or refuses rank deficiency;
 # X and y are rescaled by a power of two as read, so near-overflow and subnormal values are the well case.
-# cholesky-low (X'X in the lower precision: float on the CPU, FP16 with scaled columns on a GPU, refined) is
-# held to cholesky's column: where its attempt is set aside, X'X in double answers (and it must say why).
+# cholesky-low (X'X in FP16 with scaled columns, refined; run on GPUs only, see CPU_RANKS) is held to
+# cholesky's column: where its attempt is set aside, X'X in double answers (and it must say why).
 EXPECT = {         # residual gram gram-block cholesky cholesky-low qr auto
     "well":         "P  P  P  P  P  P  P",
     "y_in_range":   "P  P  P  P  P  P  P",
@@ -372,7 +374,9 @@ def run_group(args, case, method, work):
     """The runs of one case and method over the rank counts: (passed, printed line) each."""
     expect = case["expect"][method]
     lines, ref = [], None
-    for np_ in args.ranks or (CPU_RANKS[method] if args.backend == "cpu" else args.gpu_ranks):
+    counts = (args.ranks or CPU_RANKS[method]) if args.backend == "cpu" and CPU_RANKS[method] else \
+        () if args.backend == "cpu" else (args.ranks or args.gpu_ranks)
+    for np_ in counts:
         o = solve(args, case, method, np_, work)
         bad, text = judge(expect, o, method, args.backend, np_), describe(o)
         if case["name"] in WELL_CONDITIONED and o["attrs"] and not bad:
