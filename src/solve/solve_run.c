@@ -106,6 +106,7 @@ static void sb_times_max(ds_ctx *ctx, sb_result *res)
                    res->setup_seconds + res->sweep_seconds + res->refine_seconds, res->qr_local_seconds};
     MPI_Allreduce(MPI_IN_PLACE, t, 6, MPI_DOUBLE, MPI_MAX, ctx->comm);
     res->qr_local_seconds = fmin(t[5], t[0]);  // the slowest rank's factor may not be the slowest setup's
+    res->qr_combine_seconds = t[0] - res->qr_local_seconds;
     res->setup_seconds = t[0];
     res->sweep_seconds = t[1];
     res->check_seconds = t[2];

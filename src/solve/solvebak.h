@@ -69,7 +69,8 @@ typedef struct sb_result {
     char gram_fallback[160];     // cholesky: why the single-precision X'X was set aside for double, else empty
     double fallback_seconds;     // cholesky: the single-precision attempt set aside (wall clock; in solve_seconds)
     int passes;                  // cholesky: passes over X (X'X, the certificate, one a refinement step)
-    double qr_local_seconds;  // qr: the rank's own R factor, in setup_seconds (the rest: combining the ranks' R)
+    double qr_local_seconds;    // qr: the ranks' own R factors (the slowest rank), in setup_seconds
+    double qr_combine_seconds;  // qr: the rest of setup_seconds, combining the ranks' R
     double bytes;          // bytes of X the solve read from memory (for the bandwidth figure)
     int streamed;          // 1: X was read chunk by chunk from its source (solvebak_run_rows)
     int64_t chunk_rows;    // streamed: rows a chunk
