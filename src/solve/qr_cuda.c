@@ -198,6 +198,7 @@ static int sketch_finish(ds_ctx *ctx, const qr_plan *p)
     SOLVER_CHECK(ctx, cusolverDnDgetrf_bufferSize(h, (int)s, (int)n1, p->b2, (int)s, &lwork));
     double *ws;
     DS_CHECK(scratch_reserve(ctx, (size_t)lwork + 1, &ws));
+    // (The 64-bit API's CUSOLVER_ALG_1 took the seed problem's qr from 13.1 to 20.9 ms on an H200, 2026-11-28.)
     SOLVER_CHECK(ctx, cusolverDnDgetrf(h, (int)s, (int)n1, p->b2, (int)s, ws, (int *)p->piv, info));
     CUDA_CHECK(ctx, ds_k_qr_split_lu(p->b2, s, n1, p->u, p->ld, st->stream));
     CUBLAS_CHECK(ctx, cublasDsyrk_64(st->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n1, s, &one, p->b2, s, &zero,
@@ -207,12 +208,6 @@ static int sketch_finish(ds_ctx *ctx, const qr_plan *p)
                                      CUBLAS_DIAG_NON_UNIT, n1, n1, &one, p->gl, p->ld, p->u, p->ld, p->rs, p->ld));
     CUDA_CHECK(ctx, ds_k_qr_clamp(p->rs, p->ld, n1, st->stream));
     return DS_OK;
-}
-
-static int sketch_factor(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p)
-{
-    DS_CHECK(sketch_fold(ctx, X, y, p, QR_SEED));
-    return sketch_finish(ctx, p);
 }
 
 // B (w rows from i0 of an n × m matrix, ld ldb: X's rows are its columns) = R⁻ᵀ·B, that is X·R⁻¹ for
@@ -285,12 +280,6 @@ static int cholesky_check(ds_ctx *ctx, const qr_plan *p, int *ok)
     return rc;
 }
 
-static int cholesky_step(ds_ctx *ctx, const qr_plan *p, int *ok)
-{
-    DS_CHECK(q1_gram(ctx, p));
-    return cholesky_check(ctx, p, ok);
-}
-
 // R = R1·R_s into R (n1 × n1) from the factors in the plan.
 static int sketch_take(ds_ctx *ctx, const qr_plan *p, double *R)
 {
@@ -305,9 +294,16 @@ static int sketch_take(ds_ctx *ctx, const qr_plan *p, double *R)
 static int sketch_r(ds_ctx *ctx, const ds_mat *X, const double *y, const qr_plan *p, double *R, int *ok)
 {
     DS_CHECK(copy_side(ctx, X, y, p));
-    DS_CHECK(sketch_factor(ctx, X, y, p));
+    DS_CHECK(sketch_fold(ctx, X, y, p, QR_SEED));
+    qr_trace(ctx, "local: fold (the copy beside it)");
+    DS_CHECK(sketch_finish(ctx, p));
+    qr_trace(ctx, "local: sketch factor");
     DS_CHECK(precondition(ctx, p));
-    DS_CHECK(cholesky_step(ctx, p, ok));
+    qr_trace(ctx, "local: precondition");
+    DS_CHECK(q1_gram(ctx, p));
+    qr_trace(ctx, "local: Q1'Q1");
+    DS_CHECK(cholesky_check(ctx, p, ok));
+    qr_trace(ctx, "local: Cholesky check");
     return *ok ? sketch_take(ctx, p, R) : DS_OK;
 }
 
@@ -342,17 +338,25 @@ static int cuda_global_r(ds_ctx *ctx, const ds_mat *X, const double *y, double *
     int rc = m > 0 ? copy_side(ctx, X, y, &p) : DS_OK;
     if (rc == DS_OK)
         rc = sketch_fold(ctx, X, y, &p, seed);
+    qr_trace(ctx, "global: copy and fold");
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ctx->be->allreduce_sum(ctx, p.b1, 2 * p.b * p.ld));
+    qr_trace(ctx, "global: sketch allreduce");
     DS_CHECK(ctx_agree(ctx, sketch_finish(ctx, &p)));
+    qr_trace(ctx, "global: sketch factor");
     DS_CHECK(qr_bcast(ctx, p.rs, p.ld * p.n1));  // rank 0's R_s on every rank, bit for bit
+    qr_trace(ctx, "global: R_s broadcast");
     rc = m > 0 ? precondition(ctx, &p) : DS_OK;
+    qr_trace(ctx, "global: precondition");
     if (rc == DS_OK)
         rc = q1_gram(ctx, &p);
+    qr_trace(ctx, "global: Q1'Q1");
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ctx->be->allreduce_sum(ctx, p.gout, p.n * p.n + p.n + 1));
+    qr_trace(ctx, "global: Q1'Q1 allreduce");
     int ok = 0, every = 0;
     DS_CHECK(ctx_agree(ctx, cholesky_check(ctx, &p, &ok)));
+    qr_trace(ctx, "global: Cholesky check");
     if (MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "qr: MPI_Allreduce failed on rank %d", ctx->rank);
     if (!every)  // a breakdown or a poor sketch: each rank's local_r, then the tree

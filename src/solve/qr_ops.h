@@ -3,7 +3,7 @@
 // R[i + j·(n+1)]), upper triangular with exact zeros below the diagonal, and its rows signed so that
 // R_ii ≥ 0: for A of full column rank it is then unique, so two backends' factors can be compared.
 // A zero row stands where the rows ran out (fewer rows than n+1). All pointers are backend memory.
-// provides: qr_ops, QR_RANK_TOL, qr_bcast
+// provides: qr_ops, QR_RANK_TOL, qr_bcast, qr_trace
 #ifndef DS_QR_OPS_H
 #define DS_QR_OPS_H
 
@@ -50,5 +50,10 @@ typedef struct qr_ops {
 // Rank 0's n doubles of backend memory to every rank, bit for bit: the others contribute zeros to a sum
 // (x + 0 is x exactly). Collective; the ranks agree first. solve_qr.c.
 int qr_bcast(ds_ctx *ctx, double *buf, int64_t n);
+
+// With DSOLVE_TRACE set (a diagnostic): waits for the work queued on ctx and prints to stderr, per
+// rank, the seconds since the previous call with what (the phase that ended). The waits change the
+// overlap of the phases they separate, so the solve's own times are not comparable under it.
+void qr_trace(ds_ctx *ctx, const char *what);
 
 #endif

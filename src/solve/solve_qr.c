@@ -51,6 +51,22 @@ int qr_bcast(ds_ctx *ctx, double *buf, int64_t n)
     return ctx->be->allreduce_sum(ctx, buf, n);
 }
 
+void qr_trace(ds_ctx *ctx, const char *what)
+{
+    static int on = -1;
+    static double last = 0;
+    if (on < 0)
+        on = getenv("DSOLVE_TRACE") != NULL;
+    if (!on)
+        return;
+    if (ctx->be->sync(ctx) != DS_OK)
+        return;
+    const double now = MPI_Wtime();
+    if (what)
+        fprintf(stderr, "trace: rank %d qr %s %.3f ms\n", ctx->rank, what, (now - last) * 1e3);
+    last = now;
+}
+
 // The buffers: w->qr[0] the local factorization's work (freed once the local R exists), qr[1] R,
 // qr[2] the R received in the tree, qr[3] the column norms² and the diagonal of R (2·n1).
 int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
@@ -58,6 +74,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     const qr_ops *q = ctx->be->solve->qr;
     const int64_t n1 = X->cols + 1;
     int global = 0;  // R already holds every rank's rows (qr_ops.global_r): no tree
+    qr_trace(ctx, NULL);
     int rc = sb_alloc(ctx, &w->qr[0], q->local_work(ctx, X->rows, X->cols));
     if (rc == DS_OK)
         rc = sb_alloc(ctx, &w->qr[1], n1 * n1);
@@ -65,6 +82,7 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
         rc = sb_alloc(ctx, &w->qr[2], n1 * n1);
     if (rc == DS_OK)
         rc = sb_alloc(ctx, &w->qr[3], 2 * n1);
+    qr_trace(ctx, "alloc");
     if (w->rows) {  // streamed: X gives the chunks' shape; the chunks' R folded as they pass (collective)
         rc = ctx_agree(ctx, rc);
         if (rc == DS_OK)
@@ -80,15 +98,19 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     }
     if (rc == DS_OK)
         rc = sb_injected(ctx, "setup", &ctx->msg);
+    qr_trace(ctx, "factor");
     if (w->qr[0]) {  // as large as X (a chunk, streamed): give it back before the certificate pass
         ctx->be->free(ctx, w->qr[0]);
         w->qr[0] = NULL;
     }
     DS_CHECK(ctx_agree(ctx, rc));
+    qr_trace(ctx, "free and agree");
     DS_CHECK(ctx->be->mark(ctx, 7));  // the local factor ends: sb_qr_solve reads the time from mark 0
     if (!global)
         DS_CHECK(sb_qr_tree(ctx, n1, w->qr[1], w->qr[2]));
-    return qr_bcast(ctx, w->qr[1], n1 * n1);
+    rc = qr_bcast(ctx, w->qr[1], n1 * n1);
+    qr_trace(ctx, "tree and broadcast");
+    return rc;
 }
 
 // The rank test on the host (cn: the column norms², d: R's diagonal, n1 entries each) and the
