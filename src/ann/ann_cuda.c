@@ -300,7 +300,7 @@ static int solve_eigen(ds_ctx *ctx, cusolverDnHandle_t h, solve_bufs *b, int64_t
     DS_CHECK(cuda_alloc(ctx, (void **)&b->Q, (size_t)(K1 * C) * sizeof(double)));
     SOLVER_CHECK(ctx, cusolverDnDsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A,
                                                   (int)K1, b->e, &lwork));
-    cudaFree(b->work);
+    cuda_release(ctx, b->work);
     b->work = NULL;
     DS_CHECK(cuda_alloc(ctx, (void **)&b->work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double)));
     SOLVER_CHECK(ctx, cusolverDnDsyevd(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)K1, b->A, (int)K1, b->e,

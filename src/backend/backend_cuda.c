@@ -251,6 +251,7 @@ static void cuda_close(ds_ctx *ctx)
     if (st->trsv_ready)
         cudaEventDestroy(st->trsv_ready);
     cudaFree(st->scratch);
+    cuda_keep_close(st);
     if (st->stream)
         cudaStreamDestroy(st->stream);
     free(st);
@@ -259,39 +260,6 @@ static void cuda_close(ds_ctx *ctx)
 
 // ---------------------------------------------------------------------------------------------------
 // Memory
-
-int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
-{
-    *ptr = NULL;
-    if (bytes == 0)
-        return DS_OK;
-    // Whole 256-byte units, cudaMalloc's own granularity: NCCL's LL broadcast reads a buffer's last
-    // partial 4-byte word whole (compute-sanitizer memcheck reported it past a 19-byte allocation).
-    bytes = (bytes + 255) & ~(size_t)255;
-    cudaError_t rc = cudaMalloc(ptr, bytes);
-    if (rc == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();  // not sticky: clear it, or the next launch check would report it
-        size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        *ptr = NULL;
-        return ds_fail(&ctx->msg, DS_ERR_RUNTIME,
-                       "cuda: out of memory allocating %.2f GiB on device %d (free %.2f GiB of %.2f)",
-                       (double)bytes / GIB, ctx->device, (double)free_b / GIB, (double)total_b / GIB);
-    }
-    if (rc != cudaSuccess) {
-        *ptr = NULL;
-        return cuda_failed(ctx, "cudaMalloc", cudaGetErrorString(rc), __FILE__, __LINE__);
-    }
-    return DS_OK;
-}
-
-static void cuda_free(ds_ctx *ctx, void *ptr)
-{
-    if (!ptr)
-        return;
-    (void)cuda_wait(ctx, NULL);  // cudaFree synchronizes the device; wait here where a hang is caught
-    cudaFree(ptr);
-}
 
 static int cuda_upload(ds_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
@@ -343,8 +311,7 @@ int scratch_reserve(ds_ctx *ctx, size_t doubles, double **out)
 {
     cuda_state *st = state(ctx);
     if (doubles > st->scratch_doubles) {
-        DS_CHECK(cuda_wait(ctx, NULL));  // queued work may still use the old buffer
-        cudaFree(st->scratch);
+        cuda_release(ctx, st->scratch);  // waits: queued work may still use the old buffer
         st->scratch = NULL;
         st->scratch_doubles = 0;
         size_t want = doubles + doubles / 4;
@@ -451,7 +418,7 @@ const ds_backend ds_backend_cuda = {
     .open = cuda_open,
     .close = cuda_close,
     .alloc = cuda_alloc,
-    .free = cuda_free,
+    .free = cuda_release,
     .upload = cuda_upload,
     .download = cuda_download,
     .copy = cuda_copy,

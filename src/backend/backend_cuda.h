@@ -3,6 +3,7 @@
 // bench_cuda.c): its state, the error checks, and the functions they call across. Those files reach the
 // stream, the library handles and the checks through it.
 // provides: cuda_state, state, cuda_axpy, cuda_pinned_limit, cuda_host_alloc, cuda_host_free, cuda_stage*, CUDA_CHECK, CUBLAS_CHECK, NCCL_CHECK, cuda_failed, cuda_wait, cuda_alloc,
+//           cuda_release, cuda_kept_bytes, cuda_keep_close, cuda_block,
 //           scratch_reserve, SOLVER_CHECK, cuda_solver, cuda_device_*, cuda_versions, cuda_costs, GIB, GRAM_STREAMS, F32_CHUNK_DOUBLES, GEMM_CHUNK_ROWS
 #ifndef DS_BACKEND_CUDA_H
 #define DS_BACKEND_CUDA_H
@@ -28,6 +29,12 @@
 #define GRAM_STREAMS 4
 #define F32_CHUNK_DOUBLES ((int64_t)32 << 20)  // f32 rows are widened ≤ 256 MB at a time
 #define GEMM_CHUNK_ROWS ((int64_t)32768)        // rows (cuBLAS's k) per pass over f32 X widened to double
+
+enum { CUDA_BIG_BLOCKS = 32 };
+typedef struct cuda_block {
+    void *ptr;
+    size_t bytes;
+} cuda_block;
 
 typedef struct cuda_state {
     cudaStream_t stream;
@@ -60,6 +67,9 @@ typedef struct cuda_state {
     int64_t trsv_n;
     cudaEvent_t trsv_ready;  // the end of the last preparation, on side stream 0
     int chol_potrs;          // DSOLVE_CHOL_POTRS=1: cuSOLVER's potrs for those solves (to compare)
+    // backend_cuda_mem.c: the large blocks handed out, and the one freed block kept for reuse
+    cuda_block big[CUDA_BIG_BLOCKS], keep;
+    int nbig;
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------
@@ -90,7 +100,13 @@ static inline cuda_state *state(ds_ctx *ctx)
 
 // Waits for the stream (ev NULL) or for ev, polling; see backend_cuda.c.
 int cuda_wait(ds_ctx *ctx, cudaEvent_t ev);
+// Device memory (backend_cuda_mem.c): cuda_alloc as cudaMalloc, failing with a message; cuda_release
+// (the backend's free) waits for the stream and frees, or keeps one large block for the next allocation it
+// fits; cuda_kept_bytes: the kept block's size (free memory to a memory plan); cuda_keep_close frees it.
 int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes);
+void cuda_release(ds_ctx *ctx, void *ptr);
+size_t cuda_kept_bytes(const cuda_state *st);
+void cuda_keep_close(cuda_state *st);
 // A device scratch of at least doubles, grown only when a call needs more than any before it.
 int scratch_reserve(ds_ctx *ctx, size_t doubles, double **out);
 

@@ -102,7 +102,7 @@ static int ptrs_reserve(ds_ctx *ctx, size_t count)
     if (count <= st->ptrs_len)
         return DS_OK;
     DS_CHECK(cuda_wait(ctx, NULL));
-    cudaFree(st->ptrs);
+    cuda_release(ctx, st->ptrs);
     st->ptrs = NULL;
     st->ptrs_len = 0;
     DS_CHECK(cuda_alloc(ctx, (void **)&st->ptrs, count * sizeof(double *)));
@@ -317,7 +317,7 @@ static half_plan half_make_plan(const cuda_state *st, int64_t m, int64_t n)
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
         free_b = 0;
-    int64_t budget = (int64_t)((free_b + st->scratch_doubles * sizeof(double)) / 8);
+    int64_t budget = (int64_t)((free_b + cuda_kept_bytes(st) + st->scratch_doubles * sizeof(double)) / 8);
     budget = budget < HALF_GROUP_BYTES ? budget : HALF_GROUP_BYTES;
     const int64_t fit = budget / (2 * p.ld) / p.ks, most = (m + 64 * p.ks - 1) / (64 * p.ks);
     p.groups = env_int("DSOLVE_HALF_GROUPS", HALF_GROUPS);

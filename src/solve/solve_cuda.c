@@ -260,7 +260,7 @@ static int trsv_reserve(ds_ctx *ctx, int64_t n)
     if (inv > st->trsv_doubles || work > st->trsv_work_len)
         DS_CHECK(cuda_wait(ctx, NULL));  // queued solves may still use the old buffers
     if (inv > st->trsv_doubles) {
-        cudaFree(st->trsv);
+        cuda_release(ctx, st->trsv);
         st->trsv = NULL;
         st->trsv_doubles = 0;
         st->trsv_of = NULL;
@@ -270,7 +270,7 @@ static int trsv_reserve(ds_ctx *ctx, int64_t n)
         st->trsv_doubles = inv;
     }
     if (work > st->trsv_work_len) {
-        cudaFree(st->trsv_work);
+        cuda_release(ctx, st->trsv_work);
         st->trsv_work = NULL;
         st->trsv_work_len = 0;
         void *p = NULL;
