@@ -75,6 +75,19 @@ int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
     return DS_OK;
 }
 
+// The side streams and the staging copy stream done too: cudaFree synchronized the whole device, a
+// block kept instead must not be handed out while work on any stream may still touch it.
+static void wait_other_streams(ds_ctx *ctx, cuda_state *st)
+{
+    if (!st->fork)
+        return;
+    for (int i = 0; i <= GRAM_STREAMS; i++) {
+        cudaStream_t s = i < GRAM_STREAMS ? st->side[i] : st->copy;
+        if (s && cudaEventRecord(st->fork, s) == cudaSuccess)
+            (void)cuda_wait(ctx, st->fork);
+    }
+}
+
 void cuda_release(ds_ctx *ctx, void *ptr)
 {
     if (!ptr)
@@ -88,6 +101,7 @@ void cuda_release(ds_ctx *ctx, void *ptr)
     }
     const cuda_block b = st->big[i];
     st->big[i] = st->big[--st->nbig];
+    wait_other_streams(ctx, st);
     if (st->keep.ptr && st->keep.bytes >= b.bytes) {  // the larger of the two stays
         cudaFree(b.ptr);
         return;
