@@ -148,6 +148,7 @@ int ops_lr_open(ds_ctx *c, struct lr_work *w, int64_t rows_max, int64_t cols, in
 void case_fill(ops_run *r);
 void case_gather(ops_run *r);
 void case_copy(ops_run *r);
+void case_alloc(ops_run *r);
 void case_axpy(ops_run *r);
 void case_stage(ops_run *r);
 void case_stage_2d(ops_run *r);

@@ -340,6 +340,7 @@ static const ops_case cases[] = {
     {"fill", case_fill},
     {"gather", case_gather},
     {"copy", case_copy},
+    {"alloc", case_alloc},
     {"axpy", case_axpy},
     {"stage", case_stage},
     {"stage_2d", case_stage_2d},

@@ -3,6 +3,7 @@
 // CPU backend (gpu mode) or the loops here.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend_ops.h"
@@ -134,6 +135,59 @@ void case_copy(ops_run *r)
         ops_report(r, "copy", shape, "u8", ops_err_bytes(got, want, len, 1), 0, st);
         ops_release(&h);
     }
+}
+
+// Fills block p (n doubles) with v, then reads its first, middle and last windows back: the count of
+// entries that are not v (n + 1 when an op failed).
+static int64_t alloc_check(ds_ctx *c, double *p, int64_t n, double v, double *host, int64_t win)
+{
+    if (ops_ran(c, c->be->fill(c, p, n, v), "fill") != DS_OK)
+        return n + 1;
+    int64_t bad = 0;
+    const int64_t at[3] = {0, n / 2 - win / 2, n - win};
+    for (int w = 0; w < 3; w++) {
+        if (ops_ran(c, c->be->download(c, host, p + at[w], (size_t)win * sizeof(double)), "download") != DS_OK)
+            return n + 1;
+        for (int64_t i = 0; i < win; i++)
+            bad += host[i] != v;
+    }
+    return bad;
+}
+
+// Blocks allocated, freed and allocated again in the orders that the CUDA backend's kept block
+// (backend_cuda_mem.c: one freed block of 256 MB or more handed to the next allocation it fits) takes
+// each way: reused by a slightly smaller request, not by one under half its size, replaced by a larger
+// one; every block written and read back while the others live. Large blocks on a GPU, small on the CPU.
+void case_alloc(ops_run *r)
+{
+    ds_ctx *c = r->dut;
+    const int64_t big = r->cpu ? (int64_t)40 << 20 : (int64_t)1 << 20, win = 1 << 16;  // doubles
+    const int64_t sizes[5] = {big, big - 1000, big, big / 3, 2 * big + 4096};
+    double *host = malloc((size_t)win * sizeof(double)), *p[5] = {NULL};
+    int64_t bad = host ? 0 : 1;
+    int st = host ? DS_OK : DS_ERR_RUNTIME;
+    for (int k = 0; k < 5 && st == DS_OK; k++) {
+        st = ops_ran(c, c->be->alloc(c, (void **)&p[k], (size_t)sizes[k] * sizeof(double)), "alloc");
+        if (st != DS_OK)
+            break;
+        bad += alloc_check(c, p[k], sizes[k], 1.0 + k, host, win);
+        if (k == 2)  // blocks 1 and 2 live together: 1 still holds its values
+            bad += alloc_check(c, p[1], sizes[1], 2.0, host, win);
+        if (k == 0 || k >= 2) {  // block 0 freed at once (kept), 1 and 2 after both were written, then each
+            c->be->free(c, p[k]);
+            p[k] = NULL;
+        }
+        if (k == 2) {
+            c->be->free(c, p[1]);
+            p[1] = NULL;
+        }
+    }
+    for (int k = 0; k < 5; k++)
+        c->be->free(c, p[k]);
+    free(host);
+    char shape[64];
+    snprintf(shape, sizeof shape, "blocks of %lld to %lld doubles", (long long)sizes[3], (long long)sizes[4]);
+    ops_report(r, "alloc", shape, "f64", (double)bad, 0, st);
 }
 
 static int allreduce_on(ds_ctx *c, const double *x, int64_t n, double *out)
