@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -328,10 +329,16 @@ def mpirun(args, np_, argv, timeout=300):
                  ("OMPI_MCA_rmaps_base_oversubscribe", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("NCCL_NVLS_ENABLE", "0")):
         env.setdefault(k, v)
     cmd = [args.mpiexec, "-np", str(np_), "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE", args.dsolve, *argv]
+    # A session-directory base of its own: Open MPI 4 removes the shared /tmp/ompi.HOST.UID when a run that
+    # ends leaves it empty, under a run beside it that is creating its own there (tests/CMakeLists.txt).
+    session = tempfile.mkdtemp(prefix="mpi-session.")
+    env["OMPI_MCA_orte_tmpdir_base"] = session
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(cmd, 124, "", f"dsolve: hung (killed after {timeout} s)")
+    finally:
+        shutil.rmtree(session, ignore_errors=True)
 
 
 def read_answer(path):
