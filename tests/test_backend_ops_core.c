@@ -156,7 +156,7 @@ static int64_t alloc_check(ds_ctx *c, double *p, int64_t n, double v, double *ho
 
 // Blocks allocated, freed and allocated again in the orders that the CUDA backend's kept block
 // (backend_cuda_mem.c: one freed block of 256 MB or more handed to the next allocation it fits) takes
-// each way: reused by a slightly smaller request, not by one under half its size, replaced by a larger
+// each way: reused by a slightly smaller request, left alone by a small one, given back before a larger
 // one; every block written and read back while the others live. Large blocks on a GPU, small on the CPU.
 void case_alloc(ops_run *r)
 {

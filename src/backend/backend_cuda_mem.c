@@ -3,8 +3,10 @@
 // alone and 19.9 ms with four ranks, of 32 GB 29 ms: a tenth of a 4 M × 1 000 qr solve; cudaMalloc 1.3 to
 // 3.4 ms), so one freed block of at least KEEP_MIN bytes is kept, as caching allocators keep theirs, and
 // handed to the next allocation it fits (at most twice as large as asked). The kept block is given back
-// when an allocation runs out of memory (then retried) and when the backend closes; the solve methods'
-// memory plans count it as free (cuda_kept_bytes).
+// before any other allocation of KEEP_MIN or more (so the memory held never passes the largest use
+// before it by more than small blocks: a grown scratch frees its old block first, as before), when an
+// allocation runs out of memory (then retried) and when the backend closes; the solve methods' memory
+// plans count it as free (cuda_kept_bytes).
 // provides: cuda_alloc, cuda_release, cuda_kept_bytes, cuda_keep_close
 #include "backend/backend_cuda.h"
 
@@ -51,6 +53,8 @@ int cuda_alloc(ds_ctx *ctx, void **ptr, size_t bytes)
         st->keep = (cuda_block){NULL, 0};
         return DS_OK;
     }
+    if (st && st->keep.ptr && bytes >= KEEP_MIN)  // a large block it does not fit: the kept one goes first
+        keep_drop(st);
     cudaError_t rc = cudaMalloc(ptr, bytes);
     if (rc == cudaErrorMemoryAllocation && st && st->keep.ptr) {  // the kept block first, then again
         (void)cudaGetLastError();
