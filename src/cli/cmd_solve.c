@@ -15,7 +15,6 @@
 #include "cli/report.h"
 #include "solve/solvebak.h"
 #include "core/repeat.h"
-#include "core/stats.h"
 
 static const ds_opt solve_table[] = {
     {"input", OPT_STRING, NULL, "F.h5", 0, 0, "HDF5 file with X (m × n) and y (m); without it, the built-in problem"},
@@ -196,7 +195,8 @@ typedef struct solve_call {
     ds_rows *src;  // a streamed X, or NULL
 } solve_call;
 
-// One solve; t: its solve, setup and sweep seconds, and qr's local factor (0 for the other methods).
+// One solve; t: its solve, setup and sweep seconds, and qr's local factor and combine (0 for the other
+// methods).
 static int solve_once(ds_ctx *ctx, void *arg, int call, double *t)
 {
     solve_call *c = arg;
@@ -204,38 +204,25 @@ static int solve_once(ds_ctx *ctx, void *arg, int call, double *t)
     DS_CHECK(c->src ? solvebak_run_rows(ctx, c->src, c->d->rows_global, &c->r->so, c->res)
                     : solvebak_run(ctx, &c->d->X, c->d->y, c->d->rows_global, &c->r->so, c->res));
     t[0] = c->res->solve_seconds, t[1] = c->res->setup_seconds, t[2] = c->res->sweep_seconds;
-    t[3] = c->res->qr_local_seconds;
+    t[3] = c->res->qr_local_seconds, t[4] = c->res->qr_combine_seconds;
     return DS_OK;
-}
-
-// The median of a[i] − b[i] over n solves (NaN out of memory).
-static double median_of_diff(const double *a, const double *b, int n)
-{
-    double *d = malloc((size_t)n * sizeof *d);
-    if (!d)
-        return NAN;
-    for (int i = 0; i < n; i++)
-        d[i] = a[i] - b[i];
-    const double m = ds_median(d, n);
-    free(d);
-    return m;
 }
 
 // One warm-up and R timed solves when --repeat R > 1; res holds the last, with the median times (each
 // part's median on its own: qr's local factor and its combine are both medians, never a difference of
-// medians from different solves). r->times: the R solve times, then the setup, sweep and local-factor times.
+// medians from different solves). r->times: the R solve times, then the setup, sweep, local-factor and
+// combine times.
 static int solve_timed(ds_ctx *ctx, solve_run *r, const ds_data *d, sb_result *res)
 {
     const int reps = (int)opts_int(&r->args, "repeat");
-    r->times = calloc((size_t)reps * 4, sizeof(double));
+    r->times = calloc((size_t)reps * 5, sizeof(double));
     DS_CHECK(ctx_agree(ctx, r->times ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
-    repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 4};
+    repeat_plan p = {.warmup = reps > 1, .repeat = reps, .nt = 5};
     solve_call c = {r, d, res, r->stream ? &r->src : NULL};
-    double median[4];
+    double median[5];
     DS_CHECK(repeat_timed(ctx, &p, solve_once, &c, r->times, median));
     res->solve_seconds = median[0], res->setup_seconds = median[1], res->sweep_seconds = median[2];
-    res->qr_local_seconds = median[3];
-    res->qr_combine_seconds = median_of_diff(r->times + reps, r->times + 3 * reps, reps);
+    res->qr_local_seconds = median[3], res->qr_combine_seconds = median[4];
     return DS_OK;
 }
 
