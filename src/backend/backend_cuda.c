@@ -234,8 +234,6 @@ static void cuda_close(ds_ctx *ctx)
         cublasDestroy(st->blas);
     if (st->solver)
         cusolverDnDestroy(st->solver);
-    if (st->gram_lt)
-        st->gram_lt_free(st->gram_lt);
     for (int i = 0; i < GRAM_STREAMS; i++) {
         if (st->side_blas[i])
             cublasDestroy(st->side_blas[i]);

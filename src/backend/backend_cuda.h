@@ -70,9 +70,6 @@ typedef struct cuda_state {
     // backend_cuda_mem.c: the large blocks handed out, and the one freed block kept for reuse
     cuda_block big[CUDA_BIG_BLOCKS], keep;
     int nbig;
-    // solve/gram_lt.c's XᵀX plan for the last shape it ran, made on first use, freed on close by its hook
-    void *gram_lt;
-    void (*gram_lt_free)(void *);
 } cuda_state;
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,9 +1,7 @@
 // gram_cuda.c: G = XᵀX and c = Xᵀy for f64 X on the CUDA backend, the product that dominates the Gram
-// route, cholesky and the network's output fit. Three plans, each writing the same symmetric G on every run
+// route, cholesky and the network's output fit. Two plans, each writing the same symmetric G on every run
 // (the reduction's order is fixed):
-//   panels (below 2 000 columns, the default) cuBLASLt matmuls of G's row panels (gram_lt.c);
-//   tiled (where the panels do not apply: DSOLVE_GRAM_LT=0, fewer than 32 rows a chunk, X not 256-byte
-//         aligned) the n columns in tiles of t, the tiles on and above the diagonal (about half of a full
+//   tiled (below 2 000 columns) the n columns in tiles of t, the tiles on and above the diagonal (about half of a full
 //         GEMM's flops, as in SYRK), each split over ks chunks of rows; one batched GEMM per tile shape,
 //         the smaller shapes on side streams beside the first (DSOLVE_GRAM_CONCURRENT=0: one after another,
 //         the same bits);
@@ -39,7 +37,6 @@
 
 #include "backend/backend_cuda.h"
 #include "solve/gram_cuda.h"
-#include "solve/gram_lt.h"
 #include "solve/solve_kernels.h"
 
 // From GRAM_SYRK_COLS columns the plan is DSYRK, and from GRAM_SYRK_COLS_TALL when a rank has at least
@@ -258,21 +255,7 @@ int gram_xtx_f64(ds_ctx *ctx, const double *X, int64_t m, int64_t n, const doubl
     CUDA_CHECK(ctx, cudaStreamWaitEvent(st->side[0], st->fork, 0));
     CUBLAS_CHECK(ctx, cublasDgemv_64(st->side_blas[0], CUBLAS_OP_N, n, m, &one, X, n, y, 1, &zero, out + n * n, 1));
     CUDA_CHECK(ctx, cudaEventRecord(st->join[0], st->side[0]));
-    // The panel plan (gram_lt.c) on the main stream and side streams 1 .., where it applies.
-    cudaStream_t streams[GRAM_STREAMS] = {st->stream};
-    for (int s = 1; s < GRAM_STREAMS; s++)
-        streams[s] = st->side[s];
-    const int ns = env_int("DSOLVE_GRAM_CONCURRENT", 1) == 1 ? GRAM_STREAMS : 1;
     double *P;
-    int parts;
-    DS_CHECK(fork_sides(ctx, ns - 1));
-    DS_CHECK(gram_lt_xtx(ctx, X, m, n, streams, ns, &P, &parts));
-    DS_CHECK(join_sides(ctx, ns - 1));
-    if (parts > 0) {
-        CUDA_CHECK(ctx, ds_k_gram_reduce(P, parts, n, out, st->stream));
-        CUDA_CHECK(ctx, cudaStreamWaitEvent(st->stream, st->join[0], 0));
-        return DS_OK;
-    }
     DS_CHECK(scratch_reserve(ctx, (size_t)(plan.ks * plan.ldp * plan.ldp), &P));
     DS_CHECK(gram_tiled(ctx, X, m, n, &plan, P));
     if (plan.ldp == n)
