@@ -16,34 +16,14 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { printf("FAIL %s:%d %s -> %d\n", __FILE__, __LINE__, #x, (int)e_); exit(1); } } while (0)
+#include "exp_util.cuh"
 
 static cudaStream_t st;
 
-template <typename F> static double timeit(F f, int reps)
-{
-    for (int i = 0; i < 3; i++)
-        f();
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(a, st));
-        f();
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2] * 1e-3;
-}
+template <typename F> static double timeit(F f, int reps) { return time_median(st, f, reps, 3); }
 
 // Normal-ish values (a sum of four uniforms), scaled per column by 2^(j % 7 − 3) so that the FP16 scales matter.
-__global__ void k_fill(double *x, size_t len, int64_t n, unsigned seed)
+__global__ void k_fill_cols(double *x, size_t len, int64_t n, unsigned seed)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < len; i += (size_t)gridDim.x * blockDim.x) {
         double s = 0;
@@ -164,8 +144,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&y, m * 8));
     CK(cudaMalloc(&Gd, ld * ld * 8));
     CK(cudaMalloc(&G, ld * ld * 8));
-    k_fill<<<4096, 256, 0, st>>>(X, m * n, n, 1);
-    k_fill<<<256, 256, 0, st>>>(y, m, 1, 2);
+    k_fill_cols<<<4096, 256, 0, st>>>(X, m * n, n, 1);
+    k_fill_cols<<<256, 256, 0, st>>>(y, m, 1, 2);
     const int64_t maxks = 24, rows = m + 64 * maxks;
     float *A32, *P, *sc, *one_sc;
     __half *A16;

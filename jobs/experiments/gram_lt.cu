@@ -4,7 +4,8 @@
 // Times, in one run: dsolve's plan (one pointer-array batched GEMM of every tile and row chunk) for ks
 // row chunks; cuBLASLt, one strided-batched matmul a tile (its ks row chunks the batch) spread over S
 // streams, for each algorithm its heuristic offers (tile, stages, split-K and cluster shape printed); the
-// same with cuBLASLt's split-K alone on whole columns (ks = 1); cuBLAS DGEMM 8192³ as the ceiling. Every
+// same with cuBLASLt's split-K alone on whole columns (ks = 1); the heuristic's first algorithm with a
+// 64 × 64 CTA tile and 16 × 4 stages set by hand; cuBLAS DGEMM 8192³ as the ceiling. Every
 // plan's G (the partials summed by a small kernel) is checked against dsolve's plan's.
 // Times by events, median of REPS after 2 warm-ups. Not part of dsolve.
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 gram_lt.cu -lcublasLt -lcublas -o gram_lt
@@ -18,43 +19,14 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if ((int)e_ != 0) { printf("FAIL %s:%d %s -> %d\n", __FILE__, __LINE__, #x, (int)e_); exit(1); } } while (0)
+#include "exp_util.cuh"
 
 constexpr int T = 128;
 constexpr int NS = 8;
 static cudaStream_t st[NS];
 static cudaEvent_t fork_ev, join_ev[NS];
 
-template <typename F> static double timeit(F f, int reps)
-{
-    for (int i = 0; i < 2; i++)
-        f();
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(a, st[0]));
-        f();
-        CK(cudaEventRecord(b, st[0]));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-__global__ void k_fill(double *x, size_t len, unsigned seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < len; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
-        x[i] = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-    }
-}
+template <typename F> static double timeit(F f, int reps) { return time_median(st[0], f, reps, 2) * 1e3; }  // ms
 
 // out[p][e] = Σ_c P[(p·ks + c)][e] over tiles p, elements e of a tile
 __global__ void k_sum(const double *P, double *out, int tiles, int ks)
@@ -97,19 +69,21 @@ static void join(int S)
     }
 }
 
-static int attr_int(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t a)
+// An algorithm's configuration attribute, whatever its width (-1 where cuBLASLt does not give it).
+static long attr_int(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t a)
 {
-    int v = -1;
+    size_t need = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, a, nullptr, 0, &need) != CUBLAS_STATUS_SUCCESS || need == 0 ||
+        need > 8)
+        return -1;
+    unsigned char b[8] = {0};
     size_t w;
-    uint32_t u = 0;
-    uint16_t h = 0;
-    if (a == CUBLASLT_ALGO_CONFIG_TILE_ID || a == CUBLASLT_ALGO_CONFIG_STAGES_ID ||
-        a == CUBLASLT_ALGO_CONFIG_SPLITK_NUM || a == CUBLASLT_ALGO_CONFIG_ID) {
-        if (cublasLtMatmulAlgoConfigGetAttribute(algo, a, &u, sizeof u, &w) == CUBLAS_STATUS_SUCCESS)
-            v = (int)u;
-    } else if (cublasLtMatmulAlgoConfigGetAttribute(algo, a, &h, sizeof h, &w) == CUBLAS_STATUS_SUCCESS)
-        v = h;
-    return v;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, a, b, need, &w) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < need; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    return (long)v;
 }
 
 int main(int argc, char **argv)
@@ -223,11 +197,27 @@ int main(int argc, char **argv)
         CK(cublasLtMatmulPreferenceCreate(&pref));
         CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsbytes,
                                                 sizeof wsbytes));
-        cublasLtMatmulHeuristicResult_t res[24];
+        cublasLtMatmulHeuristicResult_t res[25];
         int nres = 0;
         if (cublasLtMatmulAlgoGetHeuristic(lt, desc, la, la, lc, lc, pref, 24, res, &nres) != CUBLAS_STATUS_SUCCESS)
             nres = 0;
         printf("lt ks=%d: %d algorithms\n", ks, nres);
+        // One more candidate: the heuristic's first with its CTA tile set to 64 × 64 and its stages to 16 × 4
+        // by hand (as dsolve's reverted panel plan did), where cuBLASLt accepts it.
+        if (nres > 0 && nres < 25) {
+            cublasLtMatmulAlgo_t forced = res[0].algo;
+            const uint32_t tile = CUBLASLT_MATMUL_TILE_64x64, stages = CUBLASLT_MATMUL_STAGES_16x4;
+            cublasLtMatmulHeuristicResult_t chk;
+            if (cublasLtMatmulAlgoConfigSetAttribute(&forced, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile) == 0 &&
+                cublasLtMatmulAlgoConfigSetAttribute(&forced, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                                     sizeof stages) == 0 &&
+                cublasLtMatmulAlgoCheck(lt, desc, la, la, lc, lc, &forced, &chk) == CUBLAS_STATUS_SUCCESS) {
+                chk.algo = forced;
+                res[nres++] = chk;
+                printf("lt ks=%d: candidate %d is the first with tile and stages set by hand\n", ks, nres - 1);
+            } else
+                printf("lt ks=%d: the first with tile and stages set by hand is refused\n", ks);
+        }
         for (int r = 0; r < nres; r++)
             for (int S : {1, 4, 8}) {
                 const cublasLtMatmulAlgo_t *algo = &res[r].algo;
@@ -249,11 +239,14 @@ int main(int argc, char **argv)
                 k_sum<<<1024, 256, 0, st[0]>>>(P, G, (int)tiles, ks);
                 CK(cudaStreamSynchronize(st[0]));
                 const double err = ok ? maxdiff(G, Gref, (size_t)tiles * T * T) : -1;
-                printf("lt ks=%2d algo %2d (id %d tile %d stages %d splitk %d cluster %d) streams %d: %.3f ms, %.1f "
-                       "useful TFLOP/s, err %.1e%s\n",
+                printf("lt ks=%2d algo %2d (id %ld tile %ld stages %ld splitk %ld cluster %ld swizzle %ld custom %ld "
+                       "inner %ld reduction %ld) streams %d: %.3f ms, %.1f useful TFLOP/s, err %.1e%s\n",
                        ks, r, attr_int(algo, CUBLASLT_ALGO_CONFIG_ID), attr_int(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                        attr_int(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID), attr_int(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                       attr_int(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), S, ms, useful / ms * 1e-9, err,
+                       attr_int(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+                       attr_int(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING), attr_int(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+                       attr_int(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID),
+                       attr_int(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), S, ms, useful / ms * 1e-9, err,
                        ok ? "" : " (a call failed)");
                 if (ok && err < 1e-12)
                     best = std::min(best, ms);

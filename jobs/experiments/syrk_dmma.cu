@@ -14,40 +14,11 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { auto e_ = (x); if (e_ != 0) { printf("FAIL %s:%d %s -> %d\n", __FILE__, __LINE__, #x, (int)e_); exit(1); } } while (0)
+#include "exp_util.cuh"
 
 static cudaStream_t st;
 
-template <typename F> static double timeit(F f, int reps)
-{
-    for (int i = 0; i < 3; i++)
-        f();
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(a, st));
-        f();
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2] * 1e-3;
-}
-
-__global__ void k_fill(double *x, size_t len, unsigned seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < len; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
-        x[i] = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-    }
-}
+template <typename F> static double timeit(F f, int reps) { return time_median(st, f, reps, 3); }
 
 constexpr int BT = 128;       // G's tile
 constexpr int LDS = BT + 4;   // a shared row: 4 doubles of padding make the fragment loads conflict-free

@@ -14,7 +14,11 @@
 // partials padded to T·t, and the reduction reads G's last columns from there.
 // DSOLVE_GRAM_TILE and DSOLVE_GRAM_KSPLIT override the tiled plan's shape. Tried on 2 × H100 (2026-11-26,
 // docs/performance.md) and not kept: the same tile GEMMs in one grouped batched call (1.5× slower), and one
-// strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128).
+// strided-batched GEMM per panel of t rows of G (5-86 % slower for t = 32..128). On one H200 (2026-11-28,
+// 8f6a9fe, reverted): such panels of 64 on cuBLASLt with its 64 × 64 CTA tile, 8 row chunks, 4 streams,
+// 2.68 against 2.47 ms for the seed problem and 132 against 107 ms for 4 M rows; one cuBLASLt call a
+// 128-wide tile over 8 streams ran 13 % faster than these batched GEMMs in jobs/experiments/gram_lt.cu
+// (not tried inside dsolve).
 // The FP16 Gram (gram_xtx_half, cholesky's first attempt): each column of [X y] scaled by a power of two
 // from a sample of 1 024 rows (the sample's largest magnitude near 2^−6, 21 binades under FP16's largest),
 // rounded to FP16 (TF32's 10 bits of mantissa, twice its tensor-core rate and half its bytes) a group of
