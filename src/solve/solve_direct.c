@@ -197,8 +197,19 @@ static int sb_keep_step(ds_ctx *ctx, sb_work *w, int64_t n, const sb_result *bef
     return ctx->be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
 }
 
+// What the refinement step says of the first answer (X'X in double). The step is about that answer's error,
+// and the rounding of G and of its factor leaves an error of about cond(X·S)²·ε/√n relative to max|a|
+// wherever X's small singular directions are not orthogonal to it, which rounding sees to: so a relative
+// step fe above SB_CHOL_FE_NOISE (double's own noise in a step lies orders below) raises cond_estimate to
+// √(fe·√n/ε) where that is larger. The factor's diagonal alone can miss an ill-conditioned X entirely (a
+// Kahan-like X of cond 3e10 gave 4.3, and a first answer 99.7 % off). A step above SB_CHOL_FE_MAX (X's
+// cond about 4e6 at n = 30) says the normal equations cannot give X's coefficients: exit 4.
+#define SB_CHOL_FE_NOISE 1e-10
+#define SB_CHOL_FE_MAX 1e-4
+
 // One step of iterative refinement from the certificate pass (w->gout = Xᵀe): a += S·F⁻¹·S·Xᵀe, kept
-// when rank 0's normal residual falls (sb_keep_step). Collective.
+// when rank 0's normal residual falls (sb_keep_step); its size (rank 0's, on every rank) updates
+// cond_estimate, or refuses X (SB_CHOL_FE_MAX). Collective.
 static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res)
 {
     const ds_backend *be = ctx->be;
@@ -206,9 +217,23 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     const sb_result before = *res;
     DS_CHECK(be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double)));
     DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1));
+    DS_CHECK(be->solve->step_size(ctx, w->a, w->g, n, w->gout + n + 1));
     res->zero_columns = 0;
-    DS_CHECK(ctx_agree(ctx, sb_check(ctx, X, y, w, res)));
+    w->step_tail = 1;
+    const int rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));
+    w->step_tail = 0;
+    DS_CHECK(rc);
     res->passes++;
+    double fe = w->step[1] > 0 ? w->step[0] / w->step[1] : w->step[0] > 0 ? INFINITY : 0;
+    MPI_Bcast(&fe, 1, MPI_DOUBLE, 0, ctx->comm);
+    if (!(fe <= SB_CHOL_FE_NOISE))
+        res->cond_estimate = fmax(res->cond_estimate, sqrt(fe * sqrt((double)n) / DBL_EPSILON));
+    if (!(fe <= SB_CHOL_FE_MAX))
+        return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
+                       "solve --method cholesky: X is too ill-conditioned for the normal equations (cond(X) "
+                       "about %.2g): a refinement step changed the coefficients by %.1e of their size; use "
+                       "--method qr",
+                       res->cond_estimate, fe);
     int keep = 0;
     DS_CHECK(sb_keep_step(ctx, w, n, &before, res, &keep));
     res->refined = keep;
