@@ -84,14 +84,16 @@ CPU_RANKS = {"residual": (1, 3), "gram": (1, 4), "gram-block": (1, 3),
 # than "converged", or a clean refusal (SolveBak beyond what it can do). R: a clean refusal (exit 4).
 # PR: P or R. Why: cholesky equilibrates its columns but squares cond(X), so it refuses cond 1e8 and beyond;
 # qr is exact up to cond 1e12 and refuses a rank-deficient X; auto always answers or refuses rank deficiency;
-# X and y are rescaled by a power of two as read, so near-overflow and subnormal values are the well case.
+# X and y are rescaled by a power of two as read, so near-overflow and subnormal values are the well case; but
+# not column by column, so columns 1e300 apart (cols_scaled, tiny_column) leave the small ones with squares
+# that underflow in double: the methods that sum squares (every one but qr) refuse them, naming the column.
 # cholesky-low (X'X in FP16 with scaled columns, refined; run on GPUs only, see CPU_RANKS) is held to
 # cholesky's column: where its attempt is set aside, X'X in double answers (and it must say why).
 EXPECT = {         # residual gram gram-block cholesky cholesky-low qr auto
     "well":         "P  P  P  P  P  P  P",
     "y_in_range":   "P  P  P  P  P  P  P",
     "y_zero":       "P  P  P  P  P  P  P",
-    "cols_scaled":  "P  P  P  P  P  P  P",
+    "cols_scaled":  "R  R  R  R  R  P  P",
     "rows_scaled":  "H  H  H  P  P  P  P",
     "cond_1e4":     "H  H  H  P  P  P  P",
     "cond_1e8":     "H  H  H  R  R  P  P",
@@ -101,6 +103,8 @@ EXPECT = {         # residual gram gram-block cholesky cholesky-low qr auto
     "near_overflow":"P  P  P  P  P  P  P",
     "subnormal":    "P  P  P  P  P  P  P",
     "hidden_cond":  "H  H  H  R  R  P  P",
+    "tiny_column":  "R  R  R  R  R  P  P",
+    "tiny_dup":     "R  R  R  R  R  R  PR",
 }
 
 
@@ -197,6 +201,22 @@ def gen_hidden_cond(rng, m, n):
     return X, X @ rng.standard_normal(n)  # y in range: with a residual, cond² makes any answer's error O(1)
 
 
+def gen_tiny_column(rng, m, n):
+    """The well case with one column scaled by 1e-170 (within double's range, its squares not) and y leaning
+    on it: ||X_3||² underflows to 0, which a method must not take for a zero column."""
+    X = rng.standard_normal((m, n))
+    y = X @ rng.standard_normal(n) + 0.1 * rng.standard_normal(m)
+    X[:, 3] *= 1e-170
+    return X, y
+
+
+def gen_tiny_dup(rng, m, n):
+    """A column that is 1e-170 times an earlier one: rank deficient, with ||X_5||² underflowing to 0."""
+    X = rng.standard_normal((m, n))
+    X[:, 5] = 1e-170 * X[:, 2]
+    return X, y_outside(rng, X)
+
+
 # name: (m, n, generator, zero residual); the seed is 1988 + the position in this list.
 CASES = {
     "well": (400, 30, gen_well, False),
@@ -212,12 +232,17 @@ CASES = {
     "near_overflow": (420, 30, gen_scaled_to(1e300), False),
     "subnormal": (440, 30, gen_scaled_to(1e-310), False),
     "hidden_cond": (400, 40, gen_hidden_cond, True),
+    "tiny_column": (400, 12, gen_tiny_column, False),
+    "tiny_dup": (300, 10, gen_tiny_dup, False),
 }
 WELL_CONDITIONED = {"well", "y_in_range", "y_zero", "cols_scaled", "near_overflow", "subnormal"}
 # Cases whose ratio alone would pass a wrong answer (the normal equations' answer to hidden_cond meets it while
 # its coefficients are far off): the relative error of the coefficients against NumPy's lstsq (SVD) is held to
 # this wherever a method answers, but for SolveBak's columns (H), which may stop early.
-COEF_TOL = {"hidden_cond": 1e-4}
+# The reference solves with X's columns scaled by their largest magnitudes, and the coefficients are compared so
+# scaled (the answer does not depend on the scales, and lstsq's SVD would take a column of 1e-170 for a null
+# direction).
+COEF_TOL = {"hidden_cond": 1e-4, "tiny_column": 1e-6}
 
 
 def make_case(name, folder):
@@ -254,11 +279,12 @@ def certificate(X, y, a, zero_residual):
     r = ys - Xs @ As
     nr, ny = lnorm(r), lnorm(ys)
     alpha = (ny or 1.0) if zero_residual else nr
-    colnorms = np.linalg.norm(np.ldexp(X, -ex), axis=0)
+    Xl = np.ldexp(X, -ex).astype(np.longdouble)
+    colnorms = np.sqrt(np.sum(Xl * Xl, axis=0))  # in long double: a column of 1e-300 has squares in range
     ratio = 0.0
     for d in (np.ones_like(colnorms), np.where(colnorms > 0, colnorms, 1.0)):
         xtr = lnorm((Xs.T @ r) / d)
-        ratio = max(ratio, xtr / (np.linalg.norm(np.ldexp(X, -ex) / d, 2) * alpha * EPS * X.shape[1]) if xtr else 0.0)
+        ratio = max(ratio, xtr / (np.linalg.norm((Xl / d).astype(np.float64), 2) * alpha * EPS * X.shape[1]) if xtr else 0.0)
     rel = nr / ny if ny else (0.0 if nr == 0 else math.inf)
     return ratio, rel, colnorms
 
@@ -410,8 +436,10 @@ def run_group(args, case, method, work):
                 bad += [f"coefficients differ from np{ref[0]} by {diff:.2g}"] if not diff <= AGREE_TOL else []
         if case["name"] in COEF_TOL and expect != "H" and o["attrs"] and not bad:
             if "lstsq" not in case:
-                case["lstsq"] = np.linalg.lstsq(case["X"], case["y"], rcond=None)[0]
-            err = lnorm(o["a"] - case["lstsq"]) / lnorm(case["lstsq"])
+                cmax = np.max(np.abs(case["X"]), axis=0)
+                case["cmax"] = np.where(cmax > 0, cmax, 1.0)
+                case["lstsq"] = np.linalg.lstsq(case["X"] / case["cmax"], case["y"], rcond=None)[0]
+            err = lnorm(o["a"] * case["cmax"] - case["lstsq"]) / lnorm(case["lstsq"])  # scaled coefficients
             text += f"  coefficients {err:.1e} from lstsq's"
             bad += [f"coefficients {err:.2g} from lstsq's, want at most {COEF_TOL[case['name']]:g}"] \
                 if not err <= COEF_TOL[case["name"]] else []

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-// ‖x‖₂ without overflow or underflow in the squares (x scaled by its largest magnitude).
-static double sb_norm2(const double *x, int64_t n)
+double sb_norm2(const double *x, int64_t n)
 {
     double big = 0, sum = 0;
     for (int64_t j = 0; j < n; j++)

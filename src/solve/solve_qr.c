@@ -10,6 +10,7 @@
 // that can fail.
 #include "solve/solve_work.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,15 +114,15 @@ int sb_qr_factor(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     return rc;
 }
 
-// The rank test on the host (cn: the column norms², d: R's diagonal, n1 entries each) and the
-// estimate of cond(X·S) with S the column scales 1/‖X_j‖: the ratio of the largest to the smallest
+// The rank test on the host (cn: the column norms², d: R's diagonal, n1 entries each; xn: the column norms)
+// and the estimate of cond(X·S) with S the column scales 1/‖X_j‖: the ratio of the largest to the smallest
 // |R_jj|/‖X_j‖ (a lower bound, as cholesky's is). R is the same on every rank, so all ranks decide alike.
-static int sb_qr_rank(ds_ctx *ctx, const double *cn, const double *d, int64_t n, double *cond)
+static int sb_qr_rank(ds_ctx *ctx, const double *cn, const double *xn, const double *d, int64_t n, double *cond)
 {
     double lo = INFINITY, hi = 0.0;
     for (int64_t j = 0; j < n; j++) {
-        const double xj = sqrt(cn[j]), rj = fabs(d[j]);
-        if (!isfinite(cn[j]) || !isfinite(rj))
+        const double xj = xn[j], rj = fabs(d[j]);
+        if (!isfinite(xj) || !isfinite(rj))
             return ds_fail(&ctx->msg, DS_ERR_NUMERIC,
                            "solve --method qr: the factor is not finite at column %lld (||X_j||^2 = %g, R_jj = %g): "
                            "X or y holds values that are not finite or too large to square in double precision",
@@ -147,21 +148,41 @@ int sb_qr_solve(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
     const ds_backend *be = ctx->be;
     const int64_t n1 = n + 1;
     double *R = w->qr[1], *cn = w->qr[3], *d = w->qr[3] + n1;
-    double *host = malloc(2 * (size_t)n1 * sizeof(double));
+    double *host = malloc(4 * (size_t)n1 * sizeof(double));  // cn, d, the norms, a column of R
     if (!host)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    double *xn = host + 2 * n1, *col = host + 3 * n1;
     int rc = be->solve->qr->col_norms(ctx, R, n1, cn);
     if (rc == DS_OK)
         rc = be->gather(ctx, d, R, n1, n1 + 1);
     if (rc == DS_OK)
         rc = be->download(ctx, host, cn, 2 * (size_t)n1 * sizeof(double));
+    // ‖X_j‖ = ‖R's column j‖: from its square, but where that left double's normal range with R_jj finite
+    // and not zero (X_j's values near 1e-162 and below, or 1e154 and above, as their squares sum), from the
+    // column itself, scaled (a zero column would pass any rank test, an infinite one fail it)
+    int64_t odd = 0;
+    for (int64_t j = 0; j < n && rc == DS_OK; j++) {
+        xn[j] = sqrt(host[j]);
+        if ((host[j] >= DBL_MIN && isfinite(host[j])) || host[n1 + j] == 0.0 || !isfinite(host[n1 + j]))
+            continue;
+        rc = be->download(ctx, col, R + j * n1, (size_t)(j + 1) * sizeof(double));
+        xn[j] = rc == DS_OK ? sb_norm2(col, j + 1) : xn[j];
+        odd++;
+    }
     if (rc == DS_OK)
-        rc = sb_qr_rank(ctx, host, host + n1, n, &res->cond_estimate);
+        rc = sb_qr_rank(ctx, host, xn, host + n1, n, &res->cond_estimate);
     const double rr = rc == DS_OK ? host[n1 + n] * host[n1 + n] : 0.0;
+    if (rc == DS_OK)
+        rc = be->solve->qr->solve(ctx, R, n, w->a);
+    if (rc == DS_OK)
+        rc = be->copy(ctx, w->diag, cn, (size_t)n * sizeof(double));
+    // A column whose ‖X_j‖² underflowed is not a zero column to the certificate (which counts those):
+    // its entry becomes double's smallest normal value (it adds nothing to Σ‖X_j‖² either way).
+    for (int64_t j = 0; j < n && rc == DS_OK && odd > 0; j++)
+        if (host[j] < DBL_MIN && xn[j] > 0 && isfinite(xn[j]))
+            rc = be->upload(ctx, w->diag + j, &(double){DBL_MIN}, sizeof(double));
     free(host);
     DS_CHECK(rc);
-    DS_CHECK(be->solve->qr->solve(ctx, R, n, w->a));
-    DS_CHECK(be->copy(ctx, w->diag, cn, (size_t)n * sizeof(double)));
     DS_CHECK(be->copy(ctx, w->hist, cn + n, sizeof(double)));
     DS_CHECK(be->upload(ctx, w->hist + 1, &rr, sizeof(double)));
     res->sweeps = 1;

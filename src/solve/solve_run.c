@@ -270,8 +270,8 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
     rc = ctx_agree(ctx, rc);
     sb_work_free(ctx, &w);
     sb_ckpt_end(&w);
-    if (rc != DS_OK && direct)
-        solvebak_result_free(res);  // nothing to report: no factor, no coefficients
+    if (rc != DS_OK && (direct || !res->stop_reason))
+        solvebak_result_free(res);  // nothing to report: no factor, no coefficients, or no sweep run
     if (rc != DS_OK)
         return rc;
 

@@ -125,8 +125,10 @@ int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w);
 int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, int64_t n_rows_global,
                 const sb_opts *opts, sb_result *res);
 
-// solve_direct.c: the Cholesky step (after sb_gram_setup), the certificate and the refinement.
+// solve_direct.c: the Cholesky step (after sb_gram_setup), the certificate and the refinement; sb_norm2,
+// ‖x‖₂ of n entries without overflow or underflow in the squares (x scaled by its largest magnitude).
 int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res);
+double sb_norm2(const double *x, int64_t n);
 int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res);
 int sb_chol_refine_timed(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_result *res);
 
