@@ -60,12 +60,13 @@ static const char *sb_decide(ds_ctx *ctx, const sb_opts *o, sb_loop *L, int s, d
 // len entries at row) or with y (c_j, where known) is not: then its values are so small that their squares
 // underflow (about 1e-162 and below, as the sums are formed), and taking it for a zero column would answer
 // without it: a numerical failure (exit 4) for qr. The sums are the same on every rank; the verdict is
-// agreed all the same. host: n + len + 1 doubles.
-static int sb_tiny_columns(ds_ctx *ctx, const sb_work *w, int64_t n, int B, const double *G, const double *c,
-                           double *host)
+// agreed all the same (out of host memory too).
+static int sb_tiny_columns(ds_ctx *ctx, const sb_work *w, int64_t n, int B, const double *G, const double *c)
 {
     const ds_backend *be = ctx->be;
-    int rc = be->download(ctx, host, w->diag, (size_t)n * sizeof(double));
+    double *host = malloc((size_t)(n + (B > 0 ? B : n) + 1) * sizeof(double));
+    int rc = host ? be->download(ctx, host, w->diag, (size_t)n * sizeof(double))
+                  : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int64_t j = 0; j < n && rc == DS_OK; j++) {
         if (host[j] != 0.0)
             continue;
@@ -83,6 +84,7 @@ static int sb_tiny_columns(ds_ctx *ctx, const sb_work *w, int64_t n, int B, cons
                              "underflows to 0 while X_j is not zero; use --method qr",
                              (long long)j);
     }
+    free(host);
     return ctx_agree(ctx, rc);
 }
 
@@ -98,11 +100,7 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
         int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
         DS_CHECK(be->gather(ctx, w->diag + b0, w->grams + b * B * B, nb, B + 1));
     }
-    double *host = malloc((size_t)(n + B + 1) * sizeof(double));
-    DS_CHECK(ctx_agree(ctx, host ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
-    const int rc = sb_tiny_columns(ctx, w, n, B, w->grams, NULL, host);
-    free(host);
-    DS_CHECK(rc);
+    DS_CHECK(sb_tiny_columns(ctx, w, n, B, w->grams, NULL));
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     return w->rows ? DS_OK : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));  // streamed: e = y by then
 }
@@ -199,14 +197,10 @@ int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->sys, n * n + n + 1));
     DS_CHECK(be->gather(ctx, w->diag, w->sys, n, n + 1));
-    if (!w->single) {  // a lower precision cannot tell an underflowed column from a zero one: its attempt
-                       // is set aside for X'X in double at a zero column (sb_single_range)
-        double *host = malloc((size_t)(2 * n + 1) * sizeof(double));
-        DS_CHECK(ctx_agree(ctx, host ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory")));
-        const int rc = sb_tiny_columns(ctx, w, n, 0, w->sys, w->sys + n * n, host);
-        free(host);
-        DS_CHECK(rc);
-    }
+    // (a lower precision cannot tell an underflowed column from a zero one: its attempt is set aside for
+    // X'X in double at a zero column, sb_single_range)
+    if (!w->single)
+        DS_CHECK(sb_tiny_columns(ctx, w, n, 0, w->sys, w->sys + n * n));
     DS_CHECK(be->copy(ctx, w->g, w->sys + n * n, (size_t)n * sizeof(double)));
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     DS_CHECK(be->copy(ctx, w->ee, w->sys + n * n + n, sizeof(double)));
