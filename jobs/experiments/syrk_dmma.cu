@@ -1,5 +1,5 @@
 // syrk_dmma.cu: XᵀX of a row-major m × n f64 X (the Gram route's setup, issue 14) by our own FP64
-// tensor-core kernel (mma.sync m16n8k4 / m16n8k8 .f64, cp.async pipeline, 128 × 128 tiles of G's lower
+// tensor-core kernel (mma.sync m16n8k4 / k8 / k16 .f64, cp.async pipeline, 128 × 128 tiles of G's lower
 // triangle, split over row ranges into partials summed by a second kernel), against cuBLAS in the same
 // run: the batched 128 × 128 GEMMs of dsolve's uniform tiled plan (16 row chunks), one DGEMM of the whole
 // n × n, DSYRK, and DGEMM 8192³ as the ceiling. Checks every G against the whole DGEMM's. Times by
@@ -43,6 +43,14 @@ template <> __device__ __forceinline__ void dmma<8>(double (&c)[4], const double
                  "{%0,%1,%2,%3};\n"
                  : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
                  : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+}
+template <> __device__ __forceinline__ void dmma<16>(double (&c)[4], const double *a, const double *b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                 "{%12,%13,%14,%15}, {%0,%1,%2,%3};\n"
+                 : "+d"(c[0]), "+d"(c[1]), "+d"(c[2]), "+d"(c[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 }
 
 // One CTA: tile t of G's lower triangle (blockIdx.x, tiles numbered row by row) over rows
@@ -110,22 +118,23 @@ __global__ __launch_bounds__(THREADS, 1) void syrk_kernel(const double *__restri
         const double *a = As(kt % STAGES) + wm * 64 + gid, *b = Bs(kt % STAGES) + wn * 32 + gid;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += KM) {
-            double af[4][KM / 2], bf[4][KM / 4];
-#pragma unroll
-            for (int mi = 0; mi < 4; mi++)
-#pragma unroll
-                for (int v = 0; v < KM / 2; v++)  // row gid + 8·(v % 2), column tig + 4·(v / 2)
-                    af[mi][v] = a[(kk + tig + 4 * (v / 2)) * LDS + mi * 16 + 8 * (v % 2)];
+            // A's fragments one 16-row slice at a time (k16's 8 a thread for all four would not fit the
+            // registers beside the 64 accumulators)
+            double af[KM / 2], bf[4][KM / 4];
 #pragma unroll
             for (int ni = 0; ni < 4; ni++)
 #pragma unroll
                 for (int v = 0; v < KM / 4; v++)  // row tig + 4·v, column gid
                     bf[ni][v] = b[(kk + tig + 4 * v) * LDS + ni * 8];
 #pragma unroll
-            for (int mi = 0; mi < 4; mi++)
+            for (int mi = 0; mi < 4; mi++) {
+#pragma unroll
+                for (int v = 0; v < KM / 2; v++)  // row gid + 8·(v % 2), column tig + 4·(v / 2)
+                    af[v] = a[(kk + tig + 4 * (v / 2)) * LDS + mi * 16 + 8 * (v % 2)];
 #pragma unroll
                 for (int ni = 0; ni < 4; ni++)
-                    dmma<KM>(acc[mi][ni], af[mi], bf[ni]);
+                    dmma<KM>(acc[mi][ni], af, bf[ni]);
+            }
         }
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
@@ -270,6 +279,10 @@ int main(int argc, char **argv)
         run_ours<32, 3, 8>(dX, m, n, ks, dP, dG, reps, useful, ref);
     for (int ks : {11, 22})
         run_ours<8, 6, 8>(dX, m, n, ks, dP, dG, reps, useful, ref);
+    for (int ks : {11, 22})
+        run_ours<16, 4, 16>(dX, m, n, ks, dP, dG, reps, useful, ref);
+    for (int ks : {11, 22})
+        run_ours<32, 3, 16>(dX, m, n, ks, dP, dG, reps, useful, ref);
 
     {  // the ceiling
         const int N = 8192;
