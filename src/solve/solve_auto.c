@@ -47,7 +47,7 @@ int sb_auto_run(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         return DS_OK;
     }
     o.method = SB_METHOD_CHOLESKY;
-    DS_CHECK(ctx->be->sync(ctx));
+    DS_CHECK(ctx_agree(ctx, ctx->be->sync(ctx)));
     const double t0 = MPI_Wtime();
     int rc = sb_run_core(ctx, X, y, rows, n_rows_global, &o, res);
     if (rc == DS_OK && res->cond_estimate <= AUTO_COND_MAX) {

@@ -193,7 +193,7 @@ static int sb_keep_step(ds_ctx *ctx, sb_work *w, int64_t n, const sb_result *bef
     res->rel_residual = before->rel_residual;
     res->normal_residual = before->normal_residual;
     res->zero_columns = before->zero_columns;
-    return ctx->be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+    return ctx_agree(ctx, ctx->be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double)));
 }
 
 // What the refinement step says of the first answer (X'X in double). The step is about that answer's error,
@@ -214,12 +214,14 @@ static int sb_chol_refine(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work
     const ds_backend *be = ctx->be;
     const int64_t n = X->cols;
     const sb_result before = *res;
-    DS_CHECK(be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double)));
-    DS_CHECK(be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1));
-    DS_CHECK(be->solve->step_size(ctx, w->a, w->g, n, w->gout + n + 1));
+    int rc = be->copy(ctx, w->g, w->a, (size_t)n * sizeof(double));
+    if (rc == DS_OK)
+        rc = be->solve->chol_solve(ctx, w->sys, w->coef, n, w->gout, w->a, 1);
+    if (rc == DS_OK)
+        rc = be->solve->step_size(ctx, w->a, w->g, n, w->gout + n + 1);
     res->zero_columns = 0;
     w->step_tail = 1;
-    const int rc = ctx_agree(ctx, sb_check(ctx, X, y, w, res));
+    rc = ctx_agree(ctx, rc == DS_OK ? sb_check(ctx, X, y, w, res) : rc);  // the same rc on every rank
     w->step_tail = 0;
     DS_CHECK(rc);
     res->passes++;
@@ -277,7 +279,7 @@ static int sb_chol_refine_single(ds_ctx *ctx, const ds_mat *X, const double *y, 
                           k > 1 && SB_SINGLE_AHEAD * step * (step / prev) <= SB_SINGLE_DONE * DBL_EPSILON * big};
         MPI_Bcast(verdict, 2, MPI_INT, 0, ctx->comm);
         if (verdict[0] > 1) {
-            rc = be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double));
+            rc = ctx_agree(ctx, be->copy(ctx, w->a, w->g, (size_t)n * sizeof(double)));
             sb_single_verdict(ctx, w, verdict[0] == 2 ? SB_FB_SLOW : SB_FB_STEPS,
                               verdict[0] == 2 ? step / prev : SB_SINGLE_STEPS);
             break;

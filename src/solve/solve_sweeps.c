@@ -253,7 +253,7 @@ int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop
         DS_CHECK(ctx_agree(ctx, DS_OK));
         if (w->ckpt)
             DS_CHECK(sb_ckpt_sweep(ctx, w, n, o->iters, s, (const double[4]){ee_prev, d_prev, L->yy, L->rel_prev}));
-        DS_CHECK(sb_read(ctx, w->hist + s, &ee));
+        DS_CHECK(ctx_agree(ctx, sb_read(ctx, w->hist + s, &ee)));  // before sb_decide's broadcast
         if (s == 0)
             L->yy = ee;
         const double tested = s > 0 ? sb_gram_tested(L->yy, ee, ee_prev, d_prev) : ee;
