@@ -166,9 +166,15 @@ void case_solve_chol_factor(ops_run *r)
         ops_report(r, "solve.chol_factor", shape, "f64", ops_err_each(got.s, want.s, sc, n), 4 * OPS_U64,
                    got.st | want.st);
         const double info_err = fmax(fabs((double)(got.info - want.info)), fabs((double)(got.info - in.info)));
-        if (info_err > 0)
+        if (info_err > 0) {
             fprintf(stderr, "  rank %d: solve.chol_factor %s: info %d, want %d (the reference's %d)\n", r->rank,
                     shape, got.info, want.info, in.info);
+            for (int64_t j = in.bad > 0 ? in.bad - 1 : 0; in.bad >= 0 && j < n && j <= in.bad + 2; j++) {
+                double v = NAN;  // what the factor left on the diagonal around the failing column
+                ops_get(&got.m, &v, got.F + j * n + j, 8);
+                fprintf(stderr, "    factor's diagonal at %lld: %.17g\n", (long long)j, v);
+            }
+        }
         ops_report(r, "solve.chol_factor info", shape, "f64", info_err, 0, got.st | want.st);
         for (int64_t j = 0; j < n && in.info == 0 && got.info == 0; j++)
             sc[j] = in.L[j * n + j];  // cond: the diagonal ratio of the reference's factor, to 1e-6

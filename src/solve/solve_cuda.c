@@ -345,6 +345,13 @@ static int cuda_chol_factor(ds_ctx *ctx, double *G, int64_t n, double *s, int lo
     rc = ctx->be->download(ctx, d, diag, (size_t)(n + 1) * sizeof(double));  // the diagonal and devInfo
     if (rc == DS_OK)
         memcpy(info, d + n, sizeof(int));
+    // cuSOLVER's dpotrf can name a later column than the first whose pivot is not positive (n = 1 090 with a
+    // pivot of −3 at column 1 087 gave 1 089): LAPACK's info is the first diagonal entry it left not positive
+    for (int j = 0; rc == DS_OK && j + 1 < *info; j++)
+        if (!(d[j] > 0)) {
+            *info = j + 1;
+            break;
+        }
     if (rc == DS_OK && *info == 0)
         *info = chol_pivot_info(d, n);
     if (rc == DS_OK && *info == 0)
