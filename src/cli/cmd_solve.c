@@ -27,7 +27,7 @@ static const ds_opt solve_table[] = {
     {"corr", OPT_DOUBLE, "0", "RHO", 0, 0.999, "pairwise column correlation of the built-in problem"},
     {"precision", OPT_CHOICE, "f64", "f64|f32", 0, 0, "storage of X on the device (vectors and sums stay f64)"},
     {"batch", OPT_INT, "100", "B", 1, 1e6, "columns per block; 1 is the sequential algorithm"},
-    {"iters", OPT_INT, "10", "K", 0, 1e9, "most sweeps"},
+    {"iters", OPT_INT, "10", "K", 0, 1e7, "most sweeps"},
     {"tol", OPT_DOUBLE, "0", "T", 0, 1, "stop when the relative residual or its relative change over a sweep is <= T (0: never)"},
     {"no-line-search", OPT_FLAG, NULL, NULL, 0, 0, "the seed's raw block update (diverges on correlated columns)"},
     {"method", OPT_CHOICE, "solvebak", "solvebak|auto|residual|gram|cholesky|qr", 0, 0,
