@@ -28,8 +28,8 @@ int solve_write(ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_resu
         {.name = "stop_reason", .kind = H5IO_STRING, .s = res->stop_reason},
         {.name = "method", .kind = H5IO_STRING, .s = res->method},
         {.name = "batch", .kind = H5IO_INT, .i = r->so.batch < d->X.cols ? r->so.batch : d->X.cols},
-        {.name = "line_search", .kind = H5IO_INT, .i = r->so.line_search},
-        {.name = "block_solve", .kind = H5IO_INT, .i = r->so.block_solve},
+        {.name = "line_search", .kind = H5IO_INT, .i = res->line_search},
+        {.name = "block_solve", .kind = H5IO_INT, .i = res->block_solve},
         {.name = "method_reason", .kind = H5IO_STRING, .s = res->method_reason},
         {.name = "source", .kind = H5IO_STRING, .s = d->source},
         {.name = "options", .kind = H5IO_STRING, .s = cmdline},
@@ -56,9 +56,14 @@ int solve_plot(ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_resul
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int s = 0; s <= res->sweeps; s++)
         sweep[s] = s;
+    const int swept = strcmp(res->method, "residual") == 0 || strcmp(res->method, "gram") == 0;
+    const char *step = !swept                                       ? ""
+                       : res->block_solve                           ? ", block solve"
+                       : res->line_search || r->so.batch == 1       ? ""
+                                                                    : ", raw block update";
     char title[400], label[96];
     snprintf(title, sizeof title, "SolveBak: %lld x %lld from %s%s", (long long)d->rows_global, (long long)d->X.cols,
-             d->source, r->so.line_search ? "" : ", raw block update");
+             d->source, step);
     snprintf(label, sizeof label, "%s, batch %d", res->method, r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch);
     ds_series ser = {label, sweep, res->history, res->sweeps + 1, 0};
     int rc = plot_svg(path, title, "sweep", "relative residual ||y - Xa|| / ||y||", 0, 1, &ser, 1, &ctx->msg);
@@ -86,9 +91,9 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     json_str(&j, "precision", r->f32 ? "f32" : "f64");
     json_str(&j, "method", res->method);
     json_int(&j, "batch", r->so.batch > d->X.cols ? d->X.cols : r->so.batch);
-    json_bool(&j, "line_search", r->so.line_search);
-    json_bool(&j, "block_solve", r->so.block_solve);
-    json_bool(&j, "coarse", r->so.coarse);
+    json_bool(&j, "line_search", res->line_search);
+    json_bool(&j, "block_solve", res->block_solve);
+    json_bool(&j, "coarse", res->coarse);
     if (res->method_reason[0])
         json_str(&j, "method_reason", res->method_reason);
     if (res->cond_estimate > 0)
@@ -164,8 +169,8 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
     else
         printf("  method %s, batch %d, %s, %d sweeps (%s)\n", res->method,
                r->so.batch > d->X.cols ? (int)d->X.cols : r->so.batch,
-               !r->so.block_solve   ? (r->so.line_search ? "line search on" : "line search off")
-               : r->so.coarse       ? "block solve with the coarse correction"
+               !res->block_solve   ? (res->line_search ? "line search on" : "line search off")
+               : res->coarse       ? "block solve with the coarse correction"
                                     : "block solve",
                res->sweeps, res->stop_reason);
     if (chol && res->gram_fallback[0])

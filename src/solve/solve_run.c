@@ -224,6 +224,11 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
                                   [SB_METHOD_CHOLESKY] = "cholesky", [SB_METHOD_QR] = "qr"};
     res->method = names[method];
     const int direct = method == SB_METHOD_CHOLESKY || method == SB_METHOD_QR;
+    const sb_opts ran = {.method = method, .batch = o.batch, .block_solve = o.block_solve, .coarse = o.coarse};
+    const int blocks = sb_blocks_wanted(&ran, n);
+    res->block_solve = blocks > 0;
+    res->coarse = blocks == 2;
+    res->line_search = !direct && !blocks && o.batch > 1 && o.line_search;  // a step of one column has none
     if (direct && o.iters < 1)
         o.iters = 1;  // the history holds the start and the solve
     res->a = calloc((size_t)n, sizeof(double));

@@ -50,6 +50,9 @@ typedef struct sb_result {
     const char *method;    // "residual", "gram", "cholesky" or "qr"
     char method_reason[240];  // --method auto: why it took method, else empty
     double cond_estimate;  // cholesky (and auto): an estimate of cond(X) from the factor, else 0
+    int line_search, block_solve, coarse;  // SolveBak's step as it ran (auto's choice, a batch of every
+                                           // column): the raw update's line search, the block solve and
+                                           // its coarse correction; all 0 for cholesky and qr
     const char *stop_reason;  // "max_sweeps", "converged", "stalled", "diverged"; "solved" (cholesky)
     int sweeps;
     int64_t zero_columns;
