@@ -127,7 +127,8 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     json_num(&j, "rel_residual", res->rel_residual);
     json_num(&j, "normal_residual", res->normal_residual);
     json_nums(&j, "residual_history", res->history, res->sweeps + 1);
-    json_bool(&j, "residual_history_exact", strcmp(res->method, "residual") == 0);
+    // (the coarse correction's ‖e‖² is the pass's less a computed decrease: not the pass's own sum)
+    json_bool(&j, "residual_history_exact", strcmp(res->method, "residual") == 0 && !res->coarse);
     if (res->history_floor > 0)
         json_num(&j, "residual_history_floor", res->history_floor);
     json_num(&j, "coef_error", r->coef_error);
