@@ -55,28 +55,25 @@ static const char *sb_decide(ds_ctx *ctx, const sb_opts *o, sb_loop *L, int s, d
     return reasons[verdict];
 }
 
-// A column whose ‖X_j‖² is 0 in double (diag_j, downloaded into host[0 .. n)) is a zero column (its
-// coefficient 0), unless one of its products with other columns (row j of G, or of its block's Gram:
-// len entries at row) or with y (c_j, where known) is not: then its values are so small that their squares
-// underflow (about 1e-162 and below, as the sums are formed), and taking it for a zero column would answer
-// without it: a numerical failure (exit 4) for qr. The sums are the same on every rank; the verdict is
-// agreed all the same (out of host memory too).
-static int sb_tiny_columns(ds_ctx *ctx, const sb_work *w, int64_t n, int B, const double *G, const double *c)
+// A column whose ‖X_j‖² is 0 in double is a zero column (its coefficient 0), unless one of its products
+// with other columns or with y is not: then its values are so small that their squares underflow (about
+// 1e-162 and below, as the sums are formed), and taking it for a zero column would answer without it: a
+// numerical failure (exit 4) for qr. The sums are the same on every rank.
+int sb_tiny_columns(ds_ctx *ctx, const double *diag, int64_t n, int B, const double *G, const double *c)
 {
-    const ds_backend *be = ctx->be;
-    double *host = malloc((size_t)(n + (B > 0 ? B : n) + 1) * sizeof(double));
-    int rc = host ? be->download(ctx, host, w->diag, (size_t)n * sizeof(double))
-                  : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    double *v = NULL;
+    int rc = DS_OK;
     for (int64_t j = 0; j < n && rc == DS_OK; j++) {
-        if (host[j] != 0.0)
+        if (diag[j] != 0.0)
             continue;
         const int64_t b0 = B > 0 ? j / B * B : 0, len = B > 0 ? (n - b0 < B ? n - b0 : B) : n;
         const double *row = B > 0 ? G + (j / B) * B * B + (j - b0) * B : G + j * n;
-        double *v = host + n;
+        if (!v && !(v = malloc((size_t)(n + 1) * sizeof(double))))
+            return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
         v[len] = 0.0;
-        rc = be->download(ctx, v, row, (size_t)len * sizeof(double));
+        rc = ctx->be->download(ctx, v, row, (size_t)len * sizeof(double));
         if (rc == DS_OK && c)
-            rc = be->download(ctx, v + len, c + j, sizeof(double));
+            rc = ctx->be->download(ctx, v + len, c + j, sizeof(double));
         for (int64_t i = 0; i <= len && rc == DS_OK; i++)
             if (v[i] != 0.0)
                 rc = ds_fail(&ctx->msg, DS_ERR_NUMERIC,
@@ -84,8 +81,8 @@ static int sb_tiny_columns(ds_ctx *ctx, const sb_work *w, int64_t n, int B, cons
                              "underflows to 0 while X_j is not zero; use --method qr",
                              (long long)j);
     }
-    free(host);
-    return ctx_agree(ctx, rc);
+    free(v);
+    return rc;
 }
 
 int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_work *w)
@@ -100,7 +97,13 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
         int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
         DS_CHECK(be->gather(ctx, w->diag + b0, w->grams + b * B * B, nb, B + 1));
     }
-    DS_CHECK(sb_tiny_columns(ctx, w, n, B, w->grams, NULL));
+    double *host = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    int rc = host ? be->download(ctx, host, w->diag, (size_t)n * sizeof(double))
+                  : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    if (rc == DS_OK)
+        rc = sb_tiny_columns(ctx, host, n, B, w->grams, NULL);
+    free(host);
+    DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     return w->rows ? DS_OK : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));  // streamed: e = y by then
 }
@@ -197,10 +200,10 @@ int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     DS_CHECK(ctx_agree(ctx, DS_OK));
     DS_CHECK(be->allreduce_sum(ctx, w->sys, n * n + n + 1));
     DS_CHECK(be->gather(ctx, w->diag, w->sys, n, n + 1));
-    // (a lower precision cannot tell an underflowed column from a zero one: its attempt is set aside for
-    // X'X in double at a zero column, sb_single_range)
-    if (!w->single)
-        DS_CHECK(sb_tiny_columns(ctx, w, n, 0, w->sys, w->sys + n * n));
+    // underflowed columns: looked for where the diagonal comes down anyway (sb_chol_step, sb_check), not
+    // here, where a wait would hold the sweeps back (a lower precision cannot tell such a column from a
+    // zero one: its attempt is set aside for X'X in double at a zero column, sb_single_range)
+    w->tiny_pending = !w->single;
     DS_CHECK(be->copy(ctx, w->g, w->sys + n * n, (size_t)n * sizeof(double)));
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     DS_CHECK(be->copy(ctx, w->ee, w->sys + n * n + n, sizeof(double)));

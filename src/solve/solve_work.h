@@ -38,6 +38,8 @@ typedef struct sb_work {
     double step[2];  // [max |Δa|, max |a|], queued before its pass) down into step, in the certificate's wait
     const char *fallback;  // cholesky: set (the same on every rank) when the single attempt is set aside
     char why[160];  // the reason behind fallback
+    int tiny_pending;  // w->sys holds a G in double whose zero diagonal entries sb_tiny_columns has yet to
+                       // look at: sb_chol_step does, else the certificate (sb_check), whose wait it shares
 } sb_work;
 
 // What the host needs to decide after each sweep when it checks (tol > 0, progress or checkpoints).
@@ -82,6 +84,10 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
 int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int B, sb_work *w, sb_loop *L,
                        sb_result *res);
 int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w);
+// diag (host, n entries: ‖X_j‖² as summed) against G's rows (row j, or its block's Gram row with B > 0) and
+// c (may be NULL): a zero ‖X_j‖² whose products are not zero is an underflowed column, a numerical failure
+// naming it. Downloads a row only for a zero entry. Not collective: its caller agrees.
+int sb_tiny_columns(ds_ctx *ctx, const double *diag, int64_t n, int B, const double *G, const double *c);
 int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop *L, sb_result *res);
 
 // The block solve takes batches, and the coarse correction block counts, of at most this: a C of 1 000
