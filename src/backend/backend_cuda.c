@@ -125,6 +125,10 @@ static int open_local(ds_ctx *ctx, cuda_state *st)
                     : strcmp(plan, "cta") == 0      ? 3
                                                     : 0;
     st->chol_potrs = getenv("DSOLVE_CHOL_POTRS") != NULL;
+    const char *cl = getenv("DSOLVE_SWEEPS_CLUSTER");
+    st->sweeps_cluster = cl ? atoi(cl) : 0;
+    if (st->sweeps_cluster != 2 && st->sweeps_cluster != 4 && st->sweeps_cluster != 8 && st->sweeps_cluster != 16)
+        st->sweeps_cluster = 0;
     CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming));
     for (int i = 0; i < GRAM_STREAMS; i++) {
         CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->side[i], cudaStreamNonBlocking));
