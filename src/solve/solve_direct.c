@@ -109,9 +109,9 @@ int sb_chol_step(ds_ctx *ctx, int64_t n, sb_work *w, sb_result *res)
         return rc;
     }
     rc = w->single ? sb_single_range(ctx, w, n, host) : sb_chol_range(ctx, w->diag, n, host);
-    if (rc == DS_OK && !w->single)
-        rc = sb_tiny_columns(ctx, host, n, 0, w->sys, w->sys + n * n);  // before the factor overwrites G
-    w->tiny_pending = 0;
+    if (rc == DS_OK && w->tiny_G)
+        rc = sb_tiny_columns(ctx, host, n, w->tiny_B, w->tiny_G, w->tiny_c);  // before the factor overwrites G
+    w->tiny_G = NULL;
     w->summed = 0;  // host holds the diagonal: its sums serve every certificate of this attempt
     if (rc == DS_OK && !w->fallback) {
         w->xtx = 0;
@@ -168,8 +168,8 @@ int sb_check(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w, sb_resul
         rc = be->download(ctx, host, w->gout, (size_t)len * sizeof(double));
     if (rc == DS_OK && !w->summed)
         rc = be->download(ctx, host + n + 3, w->diag, (size_t)n * sizeof(double));
-    if (rc == DS_OK && !w->summed && w->tiny_pending)  // the Gram route's G and c, as the sweeps left them
-        rc = sb_tiny_columns(ctx, host + n + 3, n, 0, w->sys, w->sys + n * n);
+    if (rc == DS_OK && !w->summed && w->tiny_G)  // SolveBak's Grams, as the sweeps left them
+        rc = sb_tiny_columns(ctx, host + n + 3, n, w->tiny_B, w->tiny_G, w->tiny_c);
     if (rc == DS_OK) {
         double xtx = w->summed ? w->xtx : 0, yy = res->history[0];
         res->zero_columns += w->summed ? w->zeros : 0;

@@ -38,8 +38,11 @@ typedef struct sb_work {
     double step[2];  // [max |Δa|, max |a|], queued before its pass) down into step, in the certificate's wait
     const char *fallback;  // cholesky: set (the same on every rank) when the single attempt is set aside
     char why[160];  // the reason behind fallback
-    int tiny_pending;  // w->sys holds a G in double whose zero diagonal entries sb_tiny_columns has yet to
-                       // look at: sb_chol_step does, else the certificate (sb_check), whose wait it shares
+    // The Gram matrix in double (G, or the block Grams with tiny_B > 0) and c (may be NULL) whose zero
+    // diagonal entries sb_tiny_columns has yet to look at (NULL: none): sb_chol_step does, before its
+    // factor overwrites G, else the certificate (sb_check), in the wait it has anyway
+    const double *tiny_G, *tiny_c;
+    int tiny_B;
 } sb_work;
 
 // What the host needs to decide after each sweep when it checks (tol > 0, progress or checkpoints).
