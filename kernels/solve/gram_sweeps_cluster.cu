@@ -24,10 +24,13 @@ namespace {
 //     da_j = g_j'/diag_j. num = Σ da_j·g_j' in a fixed order (one warp).
 //  3. w_i = Σ_j G[b0+j, i]·da_j for own rows (G symmetric: rows of G are contiguous, coalesced along i);
 //     with few rows per CTA the sum over j is split over NJ thread groups and combined in order.
-//  4. den partial = Σ_{own i in block} da·w_i, pushed to every CTA; the owners of the next block's rows
-//     push (g_i, w_i) to every CTA (distributed shared memory; or global scratch when nb is too large
-//     for shared memory); then the cluster barrier (release/acquire at cluster scope).
-// One cluster barrier per step. Every sum has a fixed order, so results are bit-identical run to run.
+//  4. den partial = Σ_{i in block} da_i·w_i over the CTA's rows (taken over the NJ groups' shares of w_i,
+//     warps in order, so that one CTA barrier serves it and w's combination), pushed to every CTA; the
+//     owners of the next block's rows push (g_i, w_i) to every CTA (distributed shared memory; or global
+//     scratch when nb is too large for shared memory); then the cluster barrier's arrive (release at
+//     cluster scope), whose wait (acquire) comes after the next step has issued its prefetch.
+// Per step: two CTA barriers and one cluster barrier. Every sum has a fixed order, so results are
+// bit-identical run to run.
 
 namespace cg = cooperative_groups;
 
@@ -84,9 +87,13 @@ __global__ void __launch_bounds__(NT, 1)
         pfb = (double *)s_x2;
     }
 
-    const int64_t nblocks = (n + batch - 1) / batch, K = nblocks * sweeps;
+    // Blocks are counted, not divided out of k: a 64-bit division is a subroutine of dozens of
+    // instructions that every warp would run each step (n < 2^31, so a block index fits an int).
+    const int nblocks = (int)((n + batch - 1) / batch);
+    const int64_t K = (int64_t)nblocks * sweeps;
     const int q = t / TI, ii = t - q * TI;
     const bool wq = q < NJ;
+    const int nwr = (NJ * TI + 31) / 32;  // warps holding rows (TI is a multiple of 32 when NJ > 1)
     const int64_t r0 = (int64_t)rank * R, r1 = (r0 + R < n) ? r0 + R : n;
     double gr[KT], dr[KT], ar[KT], wv[KT];
     int64_t ik[KT], ikc[KT];
@@ -104,6 +111,9 @@ __global__ void __launch_bounds__(NT, 1)
         wv[k] = 0.0;
     }
     double ee_run = (rank == 0 && t == 0) ? *ee : 0.0;
+    int64_t nhist = 0;  // sweeps recorded in ee_hist (thread 0 of rank 0)
+
+    auto block_len = [&](int64_t b) -> int { return (int)((n - b < batch) ? n - b : batch); };
 
     auto push_x = [&](int par, int64_t j, double gv, double wvv) {
         const double2 v = make_double2(gv, wvv);
@@ -115,12 +125,11 @@ __global__ void __launch_bounds__(NT, 1)
         }
     };
 
-    // Applies alpha of step kp (its den partials and num are in this CTA); returns alpha.
-    auto apply = [&](int64_t kp) -> double {
-        const int pp = (int)(kp & 1);
-        const int64_t bp0 = (kp % nblocks) * batch;
-        const int nbp = (int)((n - bp0 < batch) ? n - bp0 : batch);
+    // Applies alpha of the previous step (block bp0 of nbp columns, buffers pp; its den partials and num
+    // are in this CTA; sweep_end: it closed a sweep); returns alpha.
+    auto apply = [&](int pp, int64_t bp0, int nbp, bool sweep_end) -> double {
         double den = 0.0;
+#pragma unroll 4
         for (int r = 0; r < C; r++)
             den += s_den[pp][r];
         const double num = s_num[pp];
@@ -128,8 +137,8 @@ __global__ void __launch_bounds__(NT, 1)
         const double alpha = unit ? 1.0 : (den > 0.0 ? num / den : 0.0);
         if (rank == 0 && t == 0) {
             ee_run -= 2.0 * alpha * num - alpha * alpha * den;
-            if (ee_hist && kp % nblocks == nblocks - 1)
-                ee_hist[kp / nblocks] = ee_run;
+            if (ee_hist && sweep_end)
+                ee_hist[nhist++] = ee_run;
         }
         const double *dap = dab + (size_t)pp * nbmax;
 #pragma unroll
@@ -143,17 +152,15 @@ __global__ void __launch_bounds__(NT, 1)
         return alpha;
     };
 
-    // Prefetch of step kp's elements of G (the first P of this thread's columns) into buffer kp & 1,
-    // as one cp.async group; each thread later reads only what it copied itself, so its own
-    // cp.async.wait_group orders them (no barrier). Issued a step ahead, off the critical path.
-    auto prefetch = [&](int64_t kp) {
-        if (P > 0 && kp < K && wq) {
-            const int64_t pb0 = (kp % nblocks) * batch;
-            const int pnb = (int)((n - pb0 < batch) ? n - pb0 : batch);
-            double *dst = pfb + (size_t)(kp & 1) * P * KT * NT + t;
-            const double *Gb = G + pb0 * n;
-            for (int m = 0, j = q; m < P && j < pnb; m++, j += NJ) {
-                const double *row = Gb + (int64_t)j * n;
+    // Prefetch of a step's elements of G (block pb0 of pnb columns; the first P of this thread's columns)
+    // into buffer buf, as one cp.async group; each thread later reads only what it copied itself, so its
+    // own cp.async.wait_group orders them (no barrier). Issued a step ahead, off the critical path.
+    auto prefetch = [&](int64_t pb0, int pnb, int buf) {
+        if (P > 0 && pnb > 0 && wq) {
+            double *dst = pfb + (size_t)buf * P * KT * NT + t;
+            const double *row = G + (pb0 + q) * n;
+            const int64_t step = (int64_t)NJ * n;
+            for (int m = 0, j = q; m < P && j < pnb; m++, j += NJ, row += step) {
 #pragma unroll
                 for (int kk = 0; kk < KT; kk++)
                     if (okw[kk])
@@ -163,33 +170,35 @@ __global__ void __launch_bounds__(NT, 1)
         cp_async_commit();  // possibly empty: one group per step keeps the count uniform
     };
 
-    prefetch(0);
+    prefetch(0, nbmax, 0);
     cl.sync();  // every CTA of the cluster runs before any distributed shared memory access
-    {
-        const int nb = nbmax;  // block 0
 #pragma unroll
-        for (int k = 0; k < KT; k++)
-            if (own[k] && ik[k] < nb)
-                push_x(0, ik[k], gr[k], 0.0);
-        if (SM)
-            for (int j = t; j < nb; j += NT)
-                diagb[j] = __ldg(diag + j);
-    }
-    cl.sync();
+    for (int k = 0; k < KT; k++)
+        if (own[k] && ik[k] < nbmax)
+            push_x(0, ik[k], gr[k], 0.0);  // block 0
+    if (SM)
+        for (int j = t; j < nbmax; j += NT)
+            diagb[j] = __ldg(diag + j);
+    __cluster_barrier_arrive();
 
+    // The cluster barrier is split: a step arrives once its pushes are out and waits at the start of
+    // the next after issuing what does not depend on them (the next block's prefetch and diagonal).
+    int64_t b0 = 0, bp0 = 0;
+    int nb = nbmax, nbp = 0, blk = 0;
+    bool endp = false;
     for (int64_t k = 0; k < K; k++) {
         const int par = (int)(k & 1);
-        const int64_t b0 = (k % nblocks) * batch;
-        const int nb = (int)((n - b0 < batch) ? n - b0 : batch);
         const bool last = k == K - 1;
-        const int64_t b0n = ((k + 1) % nblocks) * batch;
-        const int nbn = last ? 0 : (int)((n - b0n < batch) ? n - b0n : batch);
+        const int blkn = blk + 1 == nblocks ? 0 : blk + 1;
+        const int64_t b0n = (int64_t)blkn * batch;
+        const int nbn = last ? 0 : block_len(b0n);
         double dpre = 0.0;
         if (SM && t < nbn)
             dpre = __ldg(diag + b0n + t);  // staged into shared memory for the next step, below
+        prefetch(b0n, nbn, par ^ 1);
+        __cluster_barrier_wait();  // step k−1's pushes and den partials (block 0's pushes) have landed
 
-        prefetch(k + 1);
-        const double alpha_p = (k > 0) ? apply(k - 1) : 0.0;
+        const double alpha_p = (k > 0) ? apply(par ^ 1, bp0, nbp, endp) : 0.0;
 
         double *da = dab + (size_t)par * nbmax;
         for (int j = t; j < nb; j += NT) {
@@ -216,41 +225,58 @@ __global__ void __launch_bounds__(NT, 1)
         for (int kk = 0; kk < KT; kk++)
             part[kk] = 0.0;
         if (wq) {
+            // This thread's columns j = q + m·NJ, m < cnt: the first mp from its prefetch, the rest from
+            // G. Counted loops, so that the unrolled copies issue their loads before the chain of fmas
+            // (a loop that tests j < nb between elements waits out each load's latency in turn).
+            const int cnt = q < nb ? (nb - 1 - q) / NJ + 1 : 0;
+            const int mp = cnt < P ? cnt : P;
+            const double *dq = da + q;
             cp_async_wait1();  // this step's group has landed (the next step's may be in flight)
             const double *pf = pfb + (size_t)par * P * KT * NT + t;
-            int j = q;
-            for (int m = 0; m < P && j < nb; m++, j += NJ) {
-                const double d = da[j];
+#pragma unroll 4
+            for (int m = 0; m < mp; m++) {
+                const double d = dq[m * NJ];
 #pragma unroll
                 for (int kk = 0; kk < KT; kk++)
                     part[kk] = fma(pf[(size_t)(m * KT + kk) * NT], d, part[kk]);
             }
-            const double *Gb = G + b0 * n;
+            const int64_t step = (int64_t)NJ * n;
+            const double *row = G + (b0 + q) * n + mp * step;
 #pragma unroll 8
-            for (; j < nb; j += NJ) {
-                const double d = da[j];
-                const double *row = Gb + (int64_t)j * n;
+            for (int m = mp; m < cnt; m++, row += step) {
+                const double d = dq[m * NJ];
 #pragma unroll
                 for (int kk = 0; kk < KT; kk++)
                     part[kk] = fma(__ldg(row + ikc[kk]), d, part[kk]);
             }
         }
-        if (NJ > 1) {  // then KT is 1
-            if (wq && q > 0)
-                s_part[(q - 1) * TI + ii] = part[0];
-            __syncthreads();
-            if (q == 0)
-                for (int qq = 1; qq < NJ; qq++)
-                    part[0] += s_part[(qq - 1) * TI + ii];
-        }
 
-        double den_t = 0.0;
+        // den = Σ over the block's rows of da_i·w_i, taken over every thread's share of w_i (warps in
+        // order), so that one barrier serves it and the sum of w's shares over the NJ thread groups.
+        const bool inblk = r0 < b0 + nb && b0 < r1;  // uniform over the CTA
+        if (inblk) {
+            double den_t = 0.0;
+#pragma unroll
+            for (int kk = 0; kk < KT; kk++)
+                if (okw[kk] && ik[kk] >= b0 && ik[kk] < b0 + nb)
+                    den_t = fma(da[ik[kk] - b0], part[kk], den_t);
+            den_t = warp_sum(den_t);
+            if (lane == 0)
+                s_red[warp] = den_t;
+        }
+        if (NJ > 1 && wq && q > 0)  // then KT is 1
+            s_part[(q - 1) * TI + ii] = part[0];
+        if (NJ > 1 || inblk)
+            __syncthreads();
+        if (NJ > 1 && q == 0)
+#pragma unroll 4
+            for (int qq = 1; qq < NJ; qq++)
+                part[0] += s_part[(qq - 1) * TI + ii];
+
 #pragma unroll
         for (int kk = 0; kk < KT; kk++) {
             if (own[kk]) {
                 wv[kk] = part[kk];
-                if (ik[kk] >= b0 && ik[kk] < b0 + nb)
-                    den_t = fma(da[ik[kk] - b0], wv[kk], den_t);
                 if (ik[kk] >= b0n && ik[kk] < b0n + nbn)
                     push_x(par ^ 1, ik[kk] - b0n, gr[kk], wv[kk]);
             }
@@ -262,24 +288,26 @@ __global__ void __launch_bounds__(NT, 1)
             for (int j = t + NT; j < nbn; j += NT)
                 dn[j] = __ldg(diag + b0n + j);
         }
-
-        double den_c = 0.0;
-        if (r0 < b0 + nb && b0 < r1) {  // uniform over the CTA
-            den_t = warp_sum(den_t);
-            if (lane == 0)
-                s_red[warp] = den_t;
-            __syncthreads();
-            if (t < C)
-                for (int w = 0; w < TI / 32; w++)
+        if (t < C) {
+            double den_c = 0.0;
+            if (inblk)
+#pragma unroll 4
+                for (int w = 0; w < nwr; w++)
                     den_c += s_red[w];
-        }
-        if (t < C)
             cl.map_shared_rank(&s_den[par][0], t)[rank] = den_c;
-        cl.sync();
+        }
+        __cluster_barrier_arrive();
+        bp0 = b0;
+        nbp = nb;
+        endp = blk == nblocks - 1;
+        blk = blkn;
+        b0 = b0n;
+        nb = nbn;
     }
+    __cluster_barrier_wait();
 
     if (K > 0)
-        apply(K - 1);
+        apply((int)((K - 1) & 1), bp0, nbp, endp);
 #pragma unroll
     for (int k = 0; k < KT; k++) {
         if (own[k]) {
