@@ -156,15 +156,19 @@ __global__ void __launch_bounds__(NT, 1)
     // into buffer buf, as one cp.async group; each thread later reads only what it copied itself, so its
     // own cp.async.wait_group orders them (no barrier). Issued a step ahead, off the critical path.
     auto prefetch = [&](int64_t pb0, int pnb, int buf) {
-        if (P > 0 && pnb > 0 && wq) {
+        if (P > 0 && wq) {
+            const int cnt = q < pnb ? (pnb - 1 - q) / NJ + 1 : 0;
+            const int mp = cnt < P ? cnt : P;
             double *dst = pfb + (size_t)buf * P * KT * NT + t;
             const double *row = G + (pb0 + q) * n;
             const int64_t step = (int64_t)NJ * n;
-            for (int m = 0, j = q; m < P && j < pnb; m++, j += NJ, row += step) {
+            constexpr int kUnroll = KT >= 4 ? 1 : 4;  // KT = 4 would spill
+#pragma unroll kUnroll
+            for (int m = 0; m < mp; m++) {  // counted: the copies issue back to back
 #pragma unroll
                 for (int kk = 0; kk < KT; kk++)
                     if (okw[kk])
-                        cp_async8(dst + (size_t)(m * KT + kk) * NT, row + ik[kk]);
+                        cp_async8(dst + (size_t)(m * KT + kk) * NT, row + m * step + ik[kk]);
             }
         }
         cp_async_commit();  // possibly empty: one group per step keeps the count uniform
@@ -233,7 +237,8 @@ __global__ void __launch_bounds__(NT, 1)
             const double *dq = da + q;
             cp_async_wait1();  // this step's group has landed (the next step's may be in flight)
             const double *pf = pfb + (size_t)par * P * KT * NT + t;
-#pragma unroll 4
+            constexpr int kUnrollS = KT >= 4 ? 1 : 4, kUnrollG = KT >= 4 ? 2 : 8;  // KT = 4 would spill
+#pragma unroll kUnrollS
             for (int m = 0; m < mp; m++) {
                 const double d = dq[m * NJ];
 #pragma unroll
@@ -242,7 +247,7 @@ __global__ void __launch_bounds__(NT, 1)
             }
             const int64_t step = (int64_t)NJ * n;
             const double *row = G + (b0 + q) * n + mp * step;
-#pragma unroll 8
+#pragma unroll kUnrollG
             for (int m = mp; m < cnt; m++, row += step) {
                 const double d = dq[m * NJ];
 #pragma unroll
