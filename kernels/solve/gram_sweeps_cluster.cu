@@ -156,19 +156,15 @@ __global__ void __launch_bounds__(NT, 1)
     // into buffer buf, as one cp.async group; each thread later reads only what it copied itself, so its
     // own cp.async.wait_group orders them (no barrier). Issued a step ahead, off the critical path.
     auto prefetch = [&](int64_t pb0, int pnb, int buf) {
-        if (P > 0 && wq) {
-            const int cnt = q < pnb ? (pnb - 1 - q) / NJ + 1 : 0;
-            const int mp = cnt < P ? cnt : P;
+        if (P > 0 && pnb > 0 && wq) {
             double *dst = pfb + (size_t)buf * P * KT * NT + t;
             const double *row = G + (pb0 + q) * n;
             const int64_t step = (int64_t)NJ * n;
-            constexpr int kUnroll = KT >= 4 ? 1 : 4;  // KT = 4 would spill
-#pragma unroll kUnroll
-            for (int m = 0; m < mp; m++) {  // counted: the copies issue back to back
+            for (int m = 0, j = q; m < P && j < pnb; m++, j += NJ, row += step) {
 #pragma unroll
                 for (int kk = 0; kk < KT; kk++)
                     if (okw[kk])
-                        cp_async8(dst + (size_t)(m * KT + kk) * NT, row + m * step + ik[kk]);
+                        cp_async8(dst + (size_t)(m * KT + kk) * NT, row + ik[kk]);
             }
         }
         cp_async_commit();  // possibly empty: one group per step keeps the count uniform
