@@ -274,17 +274,12 @@ __global__ void __launch_bounds__(NT, 1)
             for (int qq = 1; qq < NJ; qq++)
                 part[0] += s_part[(qq - 1) * TI + ii];
 
-        // What this thread wrote (or read) that another reads (or overwrites) after the cluster barrier:
-        // the pushes, den, the next block's diagonal, num, and this block's x and diagonal.
-        bool shared = t < C || t < nb || t < nbn || (warp == NT / 32 - 1 && lane == 0);
 #pragma unroll
         for (int kk = 0; kk < KT; kk++) {
             if (own[kk]) {
                 wv[kk] = part[kk];
-                if (ik[kk] >= b0n && ik[kk] < b0n + nbn) {
+                if (ik[kk] >= b0n && ik[kk] < b0n + nbn)
                     push_x(par ^ 1, ik[kk] - b0n, gr[kk], wv[kk]);
-                    shared = true;
-                }
             }
         }
         if (SM) {
@@ -302,12 +297,7 @@ __global__ void __launch_bounds__(NT, 1)
                     den_c += s_red[w];
             cl.map_shared_rank(&s_den[par][0], t)[rank] = den_c;
         }
-        // The release (a fence at GPU scope, 10 % of the stall samples with every warp taking it) only in
-        // the warps that need it; the rest arrive relaxed (what they read here they have used).
-        if (__any_sync(kFullMask, shared))
-            __cluster_barrier_arrive();
-        else
-            __cluster_barrier_arrive_relaxed();
+        __cluster_barrier_arrive();
         bp0 = b0;
         nbp = nb;
         endp = blk == nblocks - 1;
