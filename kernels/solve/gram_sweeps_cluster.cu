@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(NT, 1)
         diagb = numpb + nbmax;
         pfb = diagb + 2 * (size_t)nbmax;
         if constexpr (BULK)  // [2][P·NJ][R]: column j of a block at j·R, 16-byte aligned for the bulk copies
-            pfb = (double *)(((uintptr_t)pfb + 15) & ~(uintptr_t)15);
+            pfb += nbmax & 1;  // (an index, not a cast through an integer: the reads stay ld.shared)
     } else {
         xb = gx;
         dab = gc + (size_t)rank * 3 * nbmax;
