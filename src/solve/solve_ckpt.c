@@ -308,8 +308,6 @@ int sb_ckpt_resume_system(ds_ctx *ctx, sb_work *w, int64_t n, int iters)
     sb_ck_system(w, n, iters, v, len);
     for (int i = 0; i < 5; off += len[i], i++)
         DS_CHECK(ctx->be->upload(ctx, v[i], w->rs.state + off, (size_t)len[i] * sizeof(double)));
-    w->tiny_G = w->sys;  // the restored G is checked as a fresh one (sb_gram_setup)
-    w->tiny_c = w->sys + n * n;
-    w->tiny_B = 0;
+    sb_tiny_later(w, w->sys, w->sys + n * n, 0);  // the restored G is checked as a fresh one (sb_gram_setup)
     return ctx->be->gather(ctx, w->diag, w->sys, n, n + 1);
 }

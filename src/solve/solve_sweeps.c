@@ -97,9 +97,7 @@ int sb_residual_setup(ds_ctx *ctx, const ds_mat *X, const double *y, int B, sb_w
         int64_t b0 = b * B, nb = n - b0 < B ? n - b0 : B;
         DS_CHECK(be->gather(ctx, w->diag + b0, w->grams + b * B * B, nb, B + 1));
     }
-    w->tiny_G = w->grams;  // underflowed columns: looked for in the certificate's wait (sb_check)
-    w->tiny_c = NULL;
-    w->tiny_B = B;
+    sb_tiny_later(w, w->grams, NULL, B);  // underflowed columns: looked for in the certificate's wait
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     return w->rows ? DS_OK : be->copy(ctx, w->e, y, (size_t)X->rows * sizeof(double));  // streamed: e = y by then
 }
@@ -199,9 +197,7 @@ int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w)
     // underflowed columns: looked for where the diagonal comes down anyway (sb_chol_step, sb_check), not
     // here, where a wait would hold the sweeps back (a lower precision cannot tell such a column from a
     // zero one: its attempt is set aside for X'X in double at a zero column, sb_single_range)
-    w->tiny_G = w->single ? NULL : w->sys;
-    w->tiny_c = w->sys + n * n;
-    w->tiny_B = 0;
+    sb_tiny_later(w, w->single ? NULL : w->sys, w->sys + n * n, 0);
     DS_CHECK(be->copy(ctx, w->g, w->sys + n * n, (size_t)n * sizeof(double)));
     DS_CHECK(be->fill(ctx, w->a, n, 0.0));
     DS_CHECK(be->copy(ctx, w->ee, w->sys + n * n + n, sizeof(double)));

@@ -91,6 +91,15 @@ int sb_gram_setup(ds_ctx *ctx, const ds_mat *X, const double *y, sb_work *w);
 // c (may be NULL): a zero ‖X_j‖² whose products are not zero is an underflowed column, a numerical failure
 // naming it. Downloads a row only for a zero entry. Not collective: its caller agrees.
 int sb_tiny_columns(ds_ctx *ctx, const double *diag, int64_t n, int B, const double *G, const double *c);
+
+// Leaves G (block Grams of B columns when B > 0; NULL: nothing) and c to sb_tiny_columns in the next wait
+// that has the diagonal on the host (sb_chol_step or sb_check).
+static inline void sb_tiny_later(sb_work *w, const double *G, const double *c, int B)
+{
+    w->tiny_G = G;
+    w->tiny_c = c;
+    w->tiny_B = B;
+}
 int sb_gram_sweeps(ds_ctx *ctx, int64_t n, const sb_opts *o, sb_work *w, sb_loop *L, sb_result *res);
 
 // The block solve takes batches, and the coarse correction block counts, of at most this: a C of 1 000
