@@ -5,7 +5,6 @@
 // gram_sweeps.cu.
 // provides: gram_sweeps_launch_cluster
 #include "solve/gram_sweeps.cuh"
-#include "common/async_copy.cuh"
 #include "common/reduce.cuh"
 
 #include <cooperative_groups.h>
@@ -32,35 +31,29 @@ namespace {
 //     cluster scope), whose wait (acquire) comes after the next step has issued its prefetch.
 // Per step: two CTA barriers and one cluster barrier. Every sum has a fixed order, so results are
 // bit-identical run to run.
-// BULK (an experiment, DSOLVE_SWEEPS_BULK): the prefetch of G is one cp.async.bulk a column (the CTA's
-// rows of that row of G) issued by warp 0 after the cluster wait, on an mbarrier a buffer, instead of
-// an 8-byte cp.async a thread; the sums and so the bits are the same.
 
 namespace cg = cooperative_groups;
 
-// The bulk variant's prefetch of a block (pb0, pnb columns) into buffer buf: warp 0 issues one bulk copy a
-// column, this CTA's rows [r0, r1) of that row of G, column j at j·R, at most ncmax columns, all counted
-// on the buffer's barrier (bufsz doubles a buffer).
-__device__ __forceinline__ void prefetch_bulk(double *pfb, uint64_t *mbar, const double *G, int64_t n, int64_t pb0,
-                                              int pnb, int buf, int ncmax, int64_t R, int64_t r0, int64_t r1,
-                                              size_t bufsz)
+__device__ __forceinline__ void cp_async8(double *smem, const double *gmem)
 {
-    if (threadIdx.x >= 32)
-        return;
-    const int lane = threadIdx.x, ncol = pnb < ncmax ? pnb : ncmax;
-    const unsigned bytes = r1 > r0 ? (unsigned)(r1 - r0) * 8u : 0u;
-    if (lane == 0)
-        mbar_arrive_expect(&mbar[buf], bytes * (unsigned)ncol);
-    __syncwarp();
-    double *dst = pfb + (size_t)buf * bufsz;
-    for (int j = lane; bytes > 0 && j < ncol; j += 32)
-        bulk_copy(dst + (size_t)j * R, G + (pb0 + j) * n + r0, bytes, &mbar[buf]);
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cp_async_wait1()
+{
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
 }
 
 // Long: one kernel runs every block step of every sweep so that each CTA's rows of g and a stay in
 // registers and the exchange stays in distributed shared memory; splitting the steps across launches
 // would cost a grid-wide synchronisation and a reload of that state per step.
-template <int NT, int KT, bool SM, bool BULK>
+template <int NT, int KT, bool SM>
 __global__ void __launch_bounds__(NT, 1)
     sweeps_cluster(const double *__restrict__ G, const double *__restrict__ diag, double *g, double *a,
                    double *ee, double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
@@ -72,7 +65,6 @@ __global__ void __launch_bounds__(NT, 1)
     __shared__ double s_part[NT];
     __shared__ double s_red[NT / 32];
     __shared__ double s_num[2];
-    __shared__ uint64_t s_mbar[2];  // BULK: the prefetch buffers' barriers
 
     cg::cluster_group cl = cg::this_cluster();
     const int C = (int)cl.num_blocks(), rank = (int)cl.block_rank();
@@ -87,8 +79,6 @@ __global__ void __launch_bounds__(NT, 1)
         numpb = dab + 2 * (size_t)nbmax;
         diagb = numpb + nbmax;
         pfb = diagb + 2 * (size_t)nbmax;
-        if constexpr (BULK)  // [2][P·NJ][R]: column j of a block at j·R, 16-byte aligned for the bulk copies
-            pfb += nbmax & 1;  // (an index, not a cast through an integer: the reads stay ld.shared)
     } else {
         xb = gx;
         dab = gc + (size_t)rank * 3 * nbmax;
@@ -180,16 +170,7 @@ __global__ void __launch_bounds__(NT, 1)
         cp_async_commit();  // possibly empty: one group per step keeps the count uniform
     };
 
-    if constexpr (BULK) {
-        if (t == 0) {
-            mbar_init(&s_mbar[0], 1);
-            mbar_init(&s_mbar[1], 1);
-        }
-        __syncthreads();
-        prefetch_bulk(pfb, s_mbar, G, n, 0, nbmax, 0, P * NJ, R, r0, r1, (size_t)P * KT * NT);
-    } else {
-        prefetch(0, nbmax, 0);
-    }
+    prefetch(0, nbmax, 0);
     cl.sync();  // every CTA of the cluster runs before any distributed shared memory access
 #pragma unroll
     for (int k = 0; k < KT; k++)
@@ -214,11 +195,8 @@ __global__ void __launch_bounds__(NT, 1)
         double dpre = 0.0;
         if (SM && t < nbn)
             dpre = __ldg(diag + b0n + t);  // staged into shared memory for the next step, below
-        if constexpr (!BULK)
-            prefetch(b0n, nbn, par ^ 1);
+        prefetch(b0n, nbn, par ^ 1);
         __cluster_barrier_wait();  // step k−1's pushes and den partials (block 0's pushes) have landed
-        if constexpr (BULK)  // after the wait: every warp of the CTA is past its reads of that buffer in step k−1
-            prefetch_bulk(pfb, s_mbar, G, n, b0n, nbn, par ^ 1, P * NJ, R, r0, r1, (size_t)P * KT * NT);
 
         const double alpha_p = (k > 0) ? apply(par ^ 1, bp0, nbp, endp) : 0.0;
 
@@ -253,27 +231,15 @@ __global__ void __launch_bounds__(NT, 1)
             const int cnt = q < nb ? (nb - 1 - q) / NJ + 1 : 0;
             const int mp = cnt < P ? cnt : P;
             const double *dq = da + q;
+            cp_async_wait1();  // this step's group has landed (the next step's may be in flight)
+            const double *pf = pfb + (size_t)par * P * KT * NT + t;
             constexpr int kUnrollS = KT >= 4 ? 1 : 4, kUnrollG = KT >= 4 ? 2 : 8;  // KT = 4 would spill
-            if constexpr (BULK) {
-                mbar_wait(&s_mbar[par], (unsigned)((k >> 1) & 1));  // buffer par's (k/2)-th fill
-                const double *pf = pfb + (size_t)par * P * KT * NT + (size_t)q * R + ii;
 #pragma unroll kUnrollS
-                for (int m = 0; m < mp; m++) {
-                    const double d = dq[m * NJ];
+            for (int m = 0; m < mp; m++) {
+                const double d = dq[m * NJ];
 #pragma unroll
-                    for (int kk = 0; kk < KT; kk++)  // rows past the CTA's are not in the buffer
-                        part[kk] = fma(okw[kk] ? pf[(size_t)m * NJ * R + kk * TI] : 0.0, d, part[kk]);
-                }
-            } else {
-                cp_async_wait1();  // this step's group has landed (the next step's may be in flight)
-                const double *pf = pfb + (size_t)par * P * KT * NT + t;
-#pragma unroll kUnrollS
-                for (int m = 0; m < mp; m++) {
-                    const double d = dq[m * NJ];
-#pragma unroll
-                    for (int kk = 0; kk < KT; kk++)
-                        part[kk] = fma(pf[(size_t)(m * KT + kk) * NT], d, part[kk]);
-                }
+                for (int kk = 0; kk < KT; kk++)
+                    part[kk] = fma(pf[(size_t)(m * KT + kk) * NT], d, part[kk]);
             }
             const int64_t step = (int64_t)NJ * n;
             const double *row = G + (b0 + q) * n + mp * step;
@@ -358,12 +324,9 @@ __global__ void __launch_bounds__(NT, 1)
 using ClKernel = void (*)(const double *, const double *, double *, double *, double *, double *, int64_t,
                           int, int, int, int64_t, int, int, int, double2 *, double *);
 
-ClKernel cluster_kernel(int nt, int kt, bool sm, bool bulk)
+ClKernel cluster_kernel(int nt, int kt, bool sm)
 {
-#define DS_CLK(KT_)                                                                                            \
-    return sm && bulk ? sweeps_cluster<kClThreads, KT_, true, true>                                           \
-           : sm       ? sweeps_cluster<kClThreads, KT_, true, false>                                          \
-                      : sweeps_cluster<kClThreads, KT_, false, false>
+#define DS_CLK(KT_) return sm ? sweeps_cluster<kClThreads, KT_, true> : sweeps_cluster<kClThreads, KT_, false>
     if (nt != kClThreads)
         return nullptr;
     switch (kt) {
@@ -416,7 +379,7 @@ size_t cluster_dyn_bytes(int64_t nbmax)
 cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, double *g, double *a, double *ee,
                                        double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
                                        double *scratch, cudaStream_t stream, int force_c, int force_global, int NT,
-                                       int force_pf, int bulk)
+                                       int force_pf)
 {
     int dev = 0, major = 0, cl_ok = 0, optin = 0;
     cudaError_t rc = cudaGetDevice(&dev);
@@ -433,9 +396,7 @@ cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, doub
     const int64_t nbmax = batch < n ? batch : n;
     const size_t static_bytes = sizeof(double) * (2 * kClMax + NT + NT / 32 + 2);
     const bool sm = !force_global && static_bytes + cluster_dyn_bytes(nbmax) + 1024 <= (size_t)optin;
-    // The bulk prefetch: G's rows and the CTAs' row ranges start on 16 bytes (n even; R is).
-    const bool use_bulk = sm && bulk && n % 2 == 0 && (uintptr_t)G % 16 == 0;
-    size_t dyn = sm ? cluster_dyn_bytes(nbmax) + (use_bulk ? 16 : 0) : 0;  // + the buffers' alignment
+    size_t dyn = sm ? cluster_dyn_bytes(nbmax) : 0;
     double2 *gx = (double2 *)scratch;        // global variant: x [2][nbmax] (double2), then
     double *gc = scratch + 4 * nbmax;        // da [2][nbmax] and nump [nbmax] per CTA
     for (int C = kClMax; C >= 2; C /= 2) {
@@ -444,7 +405,7 @@ cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, doub
         ClPlan p;
         if (!cluster_plan(n, C, NT, &p))
             continue;
-        ClKernel kern = cluster_kernel(NT, p.KT, sm, use_bulk);
+        ClKernel kern = cluster_kernel(NT, p.KT, sm);
         if (!kern)
             continue;
         // Columns of G per thread and step prefetched into shared memory: as many as fit (double-buffered).
