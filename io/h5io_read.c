@@ -6,6 +6,7 @@
 #include <hdf5.h>  // provides: H5D/H5P/H5T
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/cleanup.h"
 #include "h5io.h"
@@ -50,19 +51,64 @@ static int64_t scan_values(const void *v, int f32, int64_t n, double *big, doubl
     return -1;
 }
 
+// scan_values over nrows rows of cols values (row-major): colmax[j] is set to column j's largest magnitude
+// (of the rows before the first NaN or Inf). A row's columns are independent lanes, which vectorise.
+static int64_t scan_rows(const void *v, int f32, int64_t nrows, int64_t cols, double *colmax, double *bad)
+{
+    for (int64_t j = 0; j < cols; j++)
+        colmax[j] = 0;
+    for (int64_t r = 0; r < nrows; r++) {
+        int ok = 1;
+        if (f32) {
+            const float *f = (const float *)v + r * cols;
+            for (int64_t j = 0; j < cols; j++) {
+                const double a = fabs((double)f[j]);
+                ok &= a <= DBL_MAX;
+                colmax[j] = a > colmax[j] ? a : colmax[j];
+            }
+        } else {
+            const double *d = (const double *)v + r * cols;
+            for (int64_t j = 0; j < cols; j++) {
+                const double a = fabs(d[j]);
+                ok &= a <= DBL_MAX;
+                colmax[j] = a > colmax[j] ? a : colmax[j];
+            }
+        }
+        if (ok)
+            continue;
+        for (int64_t j = 0;; j++) {  // the row holds a NaN or Inf: find the first
+            const double x = f32 ? (double)((const float *)v)[r * cols + j] : ((const double *)v)[r * cols + j];
+            if (!isfinite(x)) {
+                *bad = x;
+                return r * cols + j;
+            }
+        }
+    }
+    return -1;
+}
+
 static const char *nonfinite_name(double x)
 {
     return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
 }
 
 // Fails on the first non-finite value of a block read from rows row0.. (cols wide; 1-D when 0); raises
-// *big to the block's largest magnitude.
+// big (NULL: not wanted) to the block's largest magnitude: big[j] for each column j when cols > 0, else
+// *big. part: cols doubles of scratch when cols > 0 and big is given.
 static int check_finite(const char *path, const char *name, const void *v, int f32, int64_t row0,
-                        int64_t nrows, int64_t cols, double *big, ds_msg *msg)
+                        int64_t nrows, int64_t cols, double *big, double *part, ds_msg *msg)
 {
     double bad = 0, m = 0;
-    int64_t i = scan_values(v, f32, nrows * (cols ? cols : 1), &m, &bad);
-    *big = m > *big ? m : *big;
+    int64_t i;
+    if (cols > 0 && big) {
+        i = scan_rows(v, f32, nrows, cols, part, &bad);
+        for (int64_t j = 0; j < cols; j++)
+            big[j] = part[j] > big[j] ? part[j] : big[j];
+    } else {
+        i = scan_values(v, f32, nrows * (cols ? cols : 1), &m, &bad);
+        if (big)
+            *big = m > *big ? m : *big;
+    }
     if (i < 0)
         return DS_OK;
     if (cols == 0)
@@ -89,14 +135,20 @@ static int64_t piece_rows(hid_t dset, int64_t row_bytes)
 }
 
 // Reads and checks one dataset's rows: X (cols wide, float or double) or y (cols == 0, double), by
-// pieces of piece_rows cut at its multiples; *big gets the largest magnitude read.
+// pieces of piece_rows cut at its multiples; big (NULL: not wanted) gets the largest magnitude read: of
+// each column (cols of them) when cols > 0, else one.
 static int read_checked(hid_t file, const char *path, const char *name, int64_t row0,
                         int64_t nrows, int64_t cols, int f32, void *buf, double *big, ds_msg *msg)
 {
     hid_t d = H5I_INVALID_HID;
     int64_t dims[2] = {0};
     int stored_f32 = 0;
-    *big = 0;
+    const int64_t nbig = cols > 0 ? cols : 1;
+    for (int64_t j = 0; big && j < nbig; j++)
+        big[j] = 0;
+    double *part = cols > 0 && big ? malloc((size_t)cols * sizeof(double)) : NULL;
+    if (cols > 0 && big && !part)
+        return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
     int rc = h5i_open_float_dataset(file, path, name, cols ? 2 : 1, &d, dims, &stored_f32, msg);
     if (rc == DS_OK)
         rc = h5i_check_range(path, name, dims, row0, nrows, cols, msg);
@@ -109,19 +161,19 @@ static int read_checked(hid_t file, const char *path, const char *name, int64_t 
             rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read rows %lld..%lld%s", path, name,
                          (long long)(row0 + r), (long long)(row0 + r + n - 1), h5i_xfer_why());
         else
-            rc = check_finite(path, name, p, f32, row0 + r, n, cols, big, msg);
+            rc = check_finite(path, name, p, f32, row0 + r, n, cols, big, part, msg);
         r += n;
     }
     h5i_close_obj(d);
+    free(part);
     return rc;
 }
 
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
-                       int64_t nrows, int64_t cols, int x_f32, void *X, double *y, double big[2], ds_msg *msg)
+                       int64_t nrows, int64_t cols, int x_f32, void *X, double *y, double *colmax, ds_msg *msg)
 {
-    double unused[2];
-    big = big ? big : unused;
-    big[0] = big[1] = 0;
+    for (int64_t j = 0; colmax && j <= cols; j++)
+        colmax[j] = 0;
     if (nrows == 0)
         return DS_OK;
     char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN] = "";
@@ -136,9 +188,9 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
     hid_t file = H5I_INVALID_HID;
     int rc = h5i_open_ro_bulk(path, &file, msg);
     if (rc == DS_OK)
-        rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, &big[0], msg);
+        rc = read_checked(file, path, xn, row0, nrows, cols, x_f32, X, colmax, msg);
     if (rc == DS_OK && yname)
-        rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, &big[1], msg);
+        rc = read_checked(file, path, yn, row0, nrows, 0, 0, y, colmax ? colmax + cols : NULL, msg);
     rc = h5i_close_file(file, path, rc, msg);
     cleanup_crash_scope(NULL);
     return rc;
@@ -147,6 +199,5 @@ int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, i
 int h5i_read_float_rows(hid_t file, const char *path, const char *name, int64_t row0, int64_t nrows, int64_t cols,
                         int f32, void *buf, ds_msg *msg)
 {
-    double big = 0;
-    return read_checked(file, path, name, row0, nrows, cols, f32, buf, &big, msg);
+    return read_checked(file, path, name, row0, nrows, cols, f32, buf, NULL, msg);
 }

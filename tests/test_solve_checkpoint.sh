@@ -8,6 +8,7 @@
 #   stopped between sweeps (gram, block solve) or after X'X (cholesky)
 #       restart on 1 to 3 ranks                bitwise (the sweeps run replicated on the summed system;
 #                                              cholesky's refinement sums a pass: 1e-12 across ranks)
+#   columns divided by their own powers of two (values near double's limits): restarts bitwise
 #   SIGUSR1 to mpirun, SIGTERM to the ranks, SIGKILL, at random moments
 #       exit 5 and no temporary file (USR1, TERM), the last checkpoint whole (KILL); restarts bitwise
 #   a checkpoint of another solve, a method without checkpoints, --repeat   exit 3, 2, 2
@@ -107,6 +108,31 @@ o=(--iters 40 --block-solve)
 reference bs "$np" "${o[@]}"
 stopped bs 7 "${o[@]}"
 for n in "${others[@]}"; do resumed bs "$n" bitwise "${o[@]}"; done
+
+# Columns near double's limits and 1e600 apart (ps.h5: X times 1e300, column 4 times 1e-300 instead): each
+# column is divided by its own power of two as read, and a restart divides the rows it reads by the
+# checkpoint's (streamed: inside the pass and between sweeps, where only the certificate reads X) or finds
+# the load's the same (in memory).
+"$py" -c "
+import h5py, shutil, sys
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], 'r+') as f:
+    X = f['X'][:] * 1e300
+    X[:, 4] *= 1e-300
+    X[:, 4] *= 1e-300
+    f['X'][...] = X" p.h5 ps.h5 || bad "ps.h5 not written"
+cli_cmd=(solve --input ps.h5 --quiet)
+o=(--iters 30 "${cap[@]}")
+reference scaled "$np" "${o[@]}"
+[ "$(field ref-scaled.json x_scaled_columns)" = 100 ] && [ "$(field ref-scaled.json x_scale_exp_min)" -lt -990 ] &&
+    [ "$(field ref-scaled.json x_scale_exp_max)" -gt 990 ] && ok ||
+    bad "scaled: the columns' powers of two: $(grep -o '"x_sca[^,]*' ref-scaled.json | tr '\n' ' ')"
+stopped scaled 3 "${o[@]}"
+resumed scaled "$np" bitwise "${o[@]}"
+stopped scaled $((chunks + 10)) "${o[@]}"
+resumed scaled "$np" bitwise "${o[@]}"
+resumed scaled 1 bitwise --iters 30  # X in memory
+cli_cmd=(solve --input p.h5 --quiet)
 
 # Signals at random moments (a checkpoint at every safe point; 1 500 sweeps take a few seconds).
 o=(--iters 1500 "${cap[@]}")

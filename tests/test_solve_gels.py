@@ -84,16 +84,16 @@ CPU_RANKS = {"residual": (1, 3), "gram": (1, 4), "gram-block": (1, 3),
 # than "converged", or a clean refusal (SolveBak beyond what it can do). R: a clean refusal (exit 4).
 # PR: P or R. Why: cholesky equilibrates its columns but squares cond(X), so it refuses cond 1e8 and beyond;
 # qr is exact up to cond 1e12 and refuses a rank-deficient X; auto always answers or refuses rank deficiency;
-# X and y are rescaled by a power of two as read, so near-overflow and subnormal values are the well case; but
-# not column by column, so columns 1e300 apart (cols_scaled, tiny_column) leave the small ones with squares
-# that underflow in double: the methods that sum squares (every one but qr) refuse them, naming the column.
+# X's columns and y are rescaled by powers of two as read (each column by its own where its largest magnitude
+# lies beyond 2^±500), so near-overflow and subnormal values, and columns 1e300 apart (cols_scaled,
+# tiny_column), are the well case; a column that is 1e-170 times another (tiny_dup) is then a duplicate.
 # cholesky-low (X'X in FP16 with scaled columns, refined; run on GPUs only, see CPU_RANKS) is held to
 # cholesky's column: where its attempt is set aside, X'X in double answers (and it must say why).
 EXPECT = {         # residual gram gram-block cholesky cholesky-low qr auto
     "well":         "P  P  P  P  P  P  P",
     "y_in_range":   "P  P  P  P  P  P  P",
     "y_zero":       "P  P  P  P  P  P  P",
-    "cols_scaled":  "R  R  R  R  R  P  P",
+    "cols_scaled":  "P  P  P  P  P  P  P",
     "rows_scaled":  "H  H  H  P  P  P  P",
     "cond_1e4":     "H  H  H  P  P  P  P",
     "cond_1e8":     "H  H  H  R  R  P  P",
@@ -103,8 +103,8 @@ EXPECT = {         # residual gram gram-block cholesky cholesky-low qr auto
     "near_overflow":"P  P  P  P  P  P  P",
     "subnormal":    "P  P  P  P  P  P  P",
     "hidden_cond":  "H  H  H  R  R  P  P",
-    "tiny_column":  "R  R  R  R  R  P  P",
-    "tiny_dup":     "R  R  R  R  R  R  PR",
+    "tiny_column":  "P  P  P  P  P  P  P",
+    "tiny_dup":     "H  H  H  R  R  R  PR",
 }
 
 

@@ -69,7 +69,7 @@ static const char solve_about[] =
 static int solve_parse_ckpt(solve_run *r, ds_msg *msg)
 {
     const ds_args *a = &r->args;
-    r->ck = cli_checkpoint(a, "solve", 0);
+    r->ck = cli_checkpoint(a, "solve", SB_CK_FORMAT);
     if (!r->ck.path && !r->ck.restart)
         return DS_OK;
     if (opts_int(a, "repeat") > 1)
@@ -165,6 +165,7 @@ static int solve_load(ds_ctx *ctx, solve_run *r, ds_data *d)
         if (!r->stream || r->stream_host) {
             d->host = r->stream_host;
             DS_CHECK(data_load_lsq_ranged(ctx, path, xn, yn, r->f32, d));
+            r->so.x_exps = d->x_exps, r->so.y_exp = d->y_exp;  // for the checkpoints
             return r->stream ? solve_open_memory(ctx, r, d, chunk) : DS_OK;
         }
         DS_CHECK(ctx_agree(ctx, rows_open_h5(ctx, &r->src, path, xn, yn, d->row0, d->X.rows, d->X.cols, r->f32, chunk,
@@ -194,6 +195,22 @@ typedef struct solve_call {
     sb_result *res;
     ds_rows *src;  // a streamed X, or NULL
 } solve_call;
+
+// The coefficients in the file's units: a_j times 2^(y_exp − x_exps[j]) (data_load_lsq_ranged). One that
+// leaves double's range there is a numerical failure (exit 4) naming the column; the same on every rank.
+static int solve_unscale(ds_ctx *ctx, const ds_data *d, sb_result *res)
+{
+    for (int64_t j = 0; res->a && j < d->X.cols; j++) {
+        const double a = res->a[j];
+        const int e = d->y_exp - (d->x_exps ? d->x_exps[j] : 0);
+        res->a[j] = ldexp(a, e);
+        if (isfinite(a) && !isfinite(res->a[j]))
+            return ds_fail(&ctx->msg, DS_ERR_NUMERIC, "solve: coefficient %lld (counting from 0) is %.17g times 2^%d, "
+                           "beyond double precision's range (column %lld of X is that small against y)",
+                           (long long)j, a, e, (long long)j);
+    }
+    return DS_OK;
+}
 
 // One solve; t: its solve, setup and sweep seconds, and qr's local factor and combine (0 for the other
 // methods).
@@ -281,13 +298,15 @@ int cmd_solve(MPI_Comm comm, int argc, char **argv, ds_msg *msg)
         r.ck.fingerprint = solve_fingerprint(&r, &d);
         rc = solve_timed(&ctx, &r, &d, &res);
         if (r.stream && !r.stream_host)  // the powers of two the file's stream divided by (else the load's)
-            d.x_exp = r.src.x_exp, d.y_exp = r.src.y_exp;
+            d.x_exps = r.src.x_exps, d.y_exp = r.src.y_exp, r.src.x_exps = NULL;
+    }
+    if (rc == DS_OK || rc == DS_ERR_NUMERIC) {  // a failed solve's coefficients are reported too
+        const int urc = solve_unscale(&ctx, &d, &res);
+        rc = rc == DS_OK ? urc : rc;
     }
     if (rc == DS_OK || rc == DS_ERR_NUMERIC) {
         char cmdline[4096];
         report_cmdline("solve", argc, argv, cmdline, sizeof cmdline);
-        for (int64_t j = 0; res.a && j < d.X.cols; j++)  // the file's scale (data_load_lsq_ranged)
-            res.a[j] = ldexp(res.a[j], d.y_exp - d.x_exp);
         r.coef_error = solve_coef_error(&d, &res);
         if (d.a_true_note[0])  // said once there is an answer: a run that fails ends with one error line
             ctx_log(&ctx, "dsolve: not comparing with /a_true: %s", d.a_true_note);

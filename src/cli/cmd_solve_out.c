@@ -76,6 +76,36 @@ static int solve_devices(const ds_ctx *ctx)
     return ctx->device >= 0 ? ctx->nranks : 0;
 }
 
+// How many of X's columns were divided by a power of two as read, and the least and largest of those
+// powers (0 when none).
+static void solve_scales(const ds_data *d, int64_t *scaled, int *lo, int *hi)
+{
+    for (int64_t j = 0; d->x_exps && j < d->X.cols; j++) {
+        const int e = d->x_exps[j];
+        if (!e)
+            continue;
+        *lo = *scaled ? (e < *lo ? e : *lo) : e;
+        *hi = *scaled ? (e > *hi ? e : *hi) : e;
+        ++*scaled;
+    }
+}
+
+// The summary's line on the powers of two X's columns and y were divided by, when any was.
+static void solve_print_scales(const ds_data *d)
+{
+    int64_t scaled = 0;
+    int lo = 0, hi = 0;
+    solve_scales(d, &scaled, &lo, &hi);
+    if (scaled && lo == hi)
+        printf("  solved with %lld column%s of X / 2^%d", (long long)scaled, scaled == 1 ? "" : "s", lo);
+    else if (scaled)
+        printf("  solved with %lld columns of X / 2^%d to 2^%d", (long long)scaled, lo, hi);
+    if (d->y_exp)
+        printf("%s y / 2^%d", scaled ? " and" : "  solved with", d->y_exp);
+    if (scaled || d->y_exp)
+        printf(" (values near the limits of double precision; exact)\n");
+}
+
 void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const sb_result *res, double total)
 {
     ds_json j;
@@ -136,7 +166,12 @@ void solve_json(const ds_ctx *ctx, const solve_run *r, const ds_data *d, const s
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)ckpt_hash(0, res->a, (size_t)d->X.cols * sizeof(double)));
     json_str(&j, "coef_digest", digest);
     json_int(&j, "zero_columns", res->zero_columns);
-    json_int(&j, "x_scale_exp", d->x_exp);
+    int64_t scaled = 0;
+    int lo = 0, hi = 0;
+    solve_scales(d, &scaled, &lo, &hi);
+    json_int(&j, "x_scaled_columns", scaled);
+    json_int(&j, "x_scale_exp_min", lo);
+    json_int(&j, "x_scale_exp_max", hi);
     json_int(&j, "y_scale_exp", d->y_exp);
     json_num(&j, "gbps", res->bytes / res->solve_seconds / 1e9);
     json_bool(&j, "streamed", res->streamed);
@@ -185,9 +220,7 @@ void solve_summary(const ds_ctx *ctx, const solve_run *r, const ds_data *d, cons
     printf("\n");
     if (res->zero_columns)
         printf("  %lld zero columns skipped (their coefficients are 0)\n", (long long)res->zero_columns);
-    if (d->x_exp || d->y_exp)
-        printf("  solved with X / 2^%d and y / 2^%d (values near the limits of double precision; exact)\n", d->x_exp,
-               d->y_exp);
+    solve_print_scales(d);
     if (res->streamed)
         printf("  streamed: X did not fit the memory caps; chunks of %lld rows, %.3g GB read from %s at %.2f "
                "GB/s\n", (long long)res->chunk_rows, res->bytes_moved / 1e9,

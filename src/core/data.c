@@ -139,8 +139,10 @@ typedef struct file_src {
     const char *path, *xname, *yname;
     int64_t cols;
     int f32;
-    int x_exp, y_exp;    // divide by 2^x_exp, 2^y_exp as read
-    double xmax, ymax;   // the largest magnitudes read (before the division)
+    const int *xe;       // NULL, or divide column j by 2^xe[j] as read
+    int ye;              // and y by 2^ye
+    double *big;         // cols + 1: the largest magnitudes read in each column of X, then in y (before the division)
+    double *part;        // cols + 1: those of the last read
 } file_src;
 
 // The largest magnitude of n finite doubles: eight independent maxima, so that the loop is not one
@@ -169,6 +171,19 @@ void data_scale(void *v, int f32, int64_t n, int e)
     }
 }
 
+void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, const int *e)
+{
+    for (int64_t i = 0; e && i < nrows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            if (!e[j])
+                continue;
+            if (f32)
+                ((float *)X)[i * cols + j] = (float)ldexp(((float *)X)[i * cols + j], -e[j]);
+            else
+                ((double *)X)[i * cols + j] = ldexp(((double *)X)[i * cols + j], -e[j]);
+        }
+}
+
 double data_rescale(void *v, int f32, int64_t n, int e)
 {
     double big = 0;  // the values are finite: the readers refuse NaN and Inf
@@ -188,12 +203,11 @@ static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, doubl
     file_src *s = arg;
     if (!s->yname)
         memset(y, 0, (size_t)nrows * sizeof(double));
-    double big[2];
-    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, big, msg));
-    s->xmax = fmax(s->xmax, big[0]);
-    s->ymax = fmax(s->ymax, big[1]);
-    data_scale(X, s->f32, nrows * s->cols, s->x_exp);
-    data_scale(y, 0, nrows, s->y_exp);
+    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, s->part, msg));
+    for (int64_t j = 0; j <= s->cols; j++)
+        s->big[j] = fmax(s->big[j], s->part[j]);
+    data_scale_cols(X, s->f32, nrows, s->cols, s->xe);
+    data_scale(y, 0, nrows, s->ye);
     return DS_OK;
 }
 
@@ -213,6 +227,14 @@ int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const
 int data_range_exp(double big)
 {
     return big > 0 && (big > ldexp(1, DATA_RANGE_EXP) || big < ldexp(1, -DATA_RANGE_EXP)) ? ilogb(big) : 0;
+}
+
+int64_t data_range_exps(const double *big, int64_t n, int *e)
+{
+    int64_t k = 0;
+    for (int64_t j = 0; j < n; j++)
+        k += (e[j] = data_range_exp(big[j])) != 0;
+    return k;
 }
 
 int data_probe_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d)
@@ -261,18 +283,24 @@ static int data_load_file(ds_ctx *ctx, const char *path, const char *xname, cons
                           int ranged)
 {
     DS_CHECK(data_probe_lsq(ctx, path, xname, yname, f32, d));
-    int rc = ctx_agree(ctx, data_alloc(ctx, d, d->X.cols, f32));
-    file_src src = {path, xname, yname, d->X.cols, f32, 0, 0, 0, 0};
+    const int64_t n = d->X.cols;
+    file_src src = {path, xname, yname, n, f32, NULL, 0, calloc((size_t)n + 1, sizeof(double)),
+                    malloc(((size_t)n + 1) * sizeof(double))};
+    int *xe = ranged ? malloc((size_t)n * sizeof(int)) : NULL;
+    int rc = src.big && src.part && (xe || !ranged) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    rc = ctx_agree(ctx, rc == DS_OK ? data_alloc(ctx, d, n, f32) : rc);
     if (rc == DS_OK)
         rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
     if (rc == DS_OK && ranged) {
-        double big[2] = {src.xmax, src.ymax};
-        MPI_Allreduce(MPI_IN_PLACE, big, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
-        src.x_exp = d->x_exp = data_range_exp(big[0]);
-        src.y_exp = d->y_exp = data_range_exp(big[1]);
-        if (src.x_exp || src.y_exp)
+        MPI_Allreduce(MPI_IN_PLACE, src.big, (int)n + 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        const int64_t scaled = data_range_exps(src.big, n, xe);
+        src.ye = d->y_exp = data_range_exp(src.big[n]);
+        if (scaled)
+            src.xe = d->x_exps = xe, xe = NULL;
+        if (scaled || src.ye)
             rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
     }
+    free(xe), free(src.big), free(src.part);
     if (rc == DS_OK)
         data_read_a_true(ctx, path, d);
     return rc;
@@ -392,5 +420,6 @@ void data_free(ds_ctx *ctx, ds_data *d)
     if (d->y)
         ctx->be->free(ctx, d->y);
     free(d->a_true);
+    free(d->x_exps);
     memset(d, 0, sizeof *d);
 }

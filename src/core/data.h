@@ -1,6 +1,6 @@
 // data.h: a rank's row block of a least-squares problem (X, y) in backend memory, read from HDF5 or
 // generated, staged through bounded host chunks when the backend's memory is not host memory.
-// provides: ds_data, data_partition, data_block_rows, data_partition_blocks, data_split, data_place, data_probe_lsq, data_read_a_true, data_rescale, data_scale, data_range_exp, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
+// provides: ds_data, data_partition, data_block_rows, data_partition_blocks, data_split, data_place, data_probe_lsq, data_read_a_true, data_rescale, data_scale, data_scale_cols, data_range_exp, data_range_exps, data_load_lsq, data_load_labelled, data_load_idx, data_gen_lsq, data_free
 #ifndef DS_DATA_H
 #define DS_DATA_H
 
@@ -17,7 +17,8 @@ typedef struct ds_data {
     char a_true_note[512];  // why a source's /a_true could not be read (the caller says so once it has
                             // an answer, so that a run that fails ends with its one error line), or empty
     char source[300];
-    int x_exp, y_exp;  // data_load_lsq_ranged: X and y hold the file's values times 2^−x_exp, 2^−y_exp
+    int *x_exps;  // data_load_lsq_ranged: NULL, or X's column j holds the file's values times 2^−x_exps[j]
+    int y_exp;    // and y the file's times 2^−y_exp
     int host;  // set by the caller before loading: X and y in host memory (the backend's host_alloc:
                // pinned on a device backend) for a row source over them (rows_open_memory); 2 when
                // pinned memory was short and they are in pageable memory
@@ -45,10 +46,12 @@ void data_place(const ds_ctx *ctx, ds_data *d, int64_t m);
 // the same status.
 int data_load_lsq(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
 
-// data_load_lsq, then, when the largest magnitude of X (or of y) is beyond 2^±DATA_RANGE_EXP, where
-// squares and their sums leave double's range, X (y) again divided by the power of two nearest that
-// magnitude: exact, so a solve of the scaled problem is the solve of the file's, its coefficients
-// times 2^(y_exp − x_exp) (LAPACK's dgels scales the same way). For least squares, not for the network.
+// data_load_lsq, then, when the largest magnitude of a column of X (or of y) is beyond 2^±DATA_RANGE_EXP,
+// where squares and their sums leave double's range, read again with each such column (y) divided by the
+// power of two nearest its largest magnitude: exact (but for values 2^1022 below their column's largest,
+// which may round), so a solve of the scaled problem is the solve of the file's, coefficient j times
+// 2^(y_exp − x_exps[j]) (LAPACK's dgels scales X and y as a whole the same way; by column, the columns 1e300
+// apart of its scaled test matrices keep their squares in range). For least squares, not for the network.
 #define DATA_RANGE_EXP 500
 int data_load_lsq_ranged(ds_ctx *ctx, const char *path, const char *xname, const char *yname, int f32, ds_data *d);
 
@@ -63,8 +66,12 @@ void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d);
 double data_rescale(void *v, int f32, int64_t n, int e);
 // Divides v by 2^e only (e = 0: leaves it), for values whose largest magnitude their reader gave.
 void data_scale(void *v, int f32, int64_t n, int e);
+// Divides column j of X (nrows × cols, row-major) by 2^e[j]; e NULL: leaves X.
+void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, const int *e);
 // The power of two nearest a largest magnitude beyond 2^±DATA_RANGE_EXP, else 0.
 int data_range_exp(double big);
+// data_range_exp of each of n largest magnitudes into e; returns how many are not 0.
+int64_t data_range_exps(const double *big, int64_t n, int *e);
 
 // A labelled set: X (float64) and integer labels, kept as doubles in y: from HDF5 (xname float, lname
 // integer), or from the MNIST-layout directory dir (split "train" or "t10k"; pixels scaled to [0, 1]).

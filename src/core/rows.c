@@ -1,5 +1,6 @@
-// rows.c: a rank's rows as a stream of chunks (rows.h): the reader thread, the double buffers and their
-// staging to backend memory, column windows, and the memory caps. The HDF5 producer is in rows_h5.c.
+// rows.c: a rank's rows as a stream of chunks (rows.h): the reader thread (the chunks' largest magnitudes
+// and their division by powers of two), the double buffers and their staging to backend memory, and column
+// windows. The HDF5 producer is in rows_h5.c, the memory caps in rows_caps.c.
 #include "core/rows.h"
 
 #include <math.h>
@@ -7,7 +8,6 @@
 #include <string.h>
 
 #include "core/data.h"
-#include "core/sysinfo.h"
 
 static size_t rows_row_bytes(int64_t cols, int f32)
 {
@@ -63,6 +63,40 @@ int64_t rows_window_col(const ds_rows *s, int64_t col)
             return off + col - s->win[2 * i];
     DS_ASSERT(s->nwin == 0);
     return col;
+}
+
+// A chunk of nr rows as this pass holds them: when scan, big (cols + 1, zeroed here) gets the largest
+// magnitudes of its columns (by the source's column) and of y; then the columns and y are divided by the
+// pass's powers of two.
+static void rows_chunk_scale(const ds_rows *s, void *X, double *y, int64_t nr, int scan, double *big)
+{
+    const int64_t w = rows_pass_cols(s);
+    for (int64_t j = 0; scan && j <= s->cols; j++)
+        big[j] = 0;
+    // Each of the pass's column ranges (its window's, else all): source columns c0.., at `at` in a row.
+    for (int64_t i = 0, at = 0, n = 0; i < (s->nwin ? s->nwin : 1); i++, at += n) {
+        const int64_t c0 = s->nwin ? s->win[2 * i] : 0;
+        n = (s->nwin ? s->win[2 * i + 1] : s->cols) - c0;
+        double *bg = big + c0;
+        const int *e = s->x_exps ? s->x_exps + c0 : NULL;
+        for (int64_t r = 0; scan && r < nr; r++) {
+            if (s->f32) {
+                const float *x = (const float *)X + r * w + at;
+                for (int64_t j = 0; j < n; j++)
+                    bg[j] = fabs((double)x[j]) > bg[j] ? fabs((double)x[j]) : bg[j];
+            } else {
+                const double *x = (const double *)X + r * w + at;
+                for (int64_t j = 0; j < n; j++)
+                    bg[j] = fabs(x[j]) > bg[j] ? fabs(x[j]) : bg[j];
+            }
+        }
+        for (int64_t r = 0; e && r < nr; r++)
+            data_scale_cols((char *)X + (size_t)(r * w + at) * (s->f32 ? 4 : 8), s->f32, 1, n, e);
+    }
+    if (scan)
+        big[s->cols] = data_rescale(y, 0, nr, s->y_exp);
+    else
+        data_scale(y, 0, nr, s->y_exp);
 }
 
 // Rows [0, nr) of src (whole rows of the source, row-major) into dst as this pass's chunks hold them:
@@ -186,6 +220,9 @@ int rows_open(ds_ctx *ctx, ds_rows *s, rows_producer produce, void *arg, int64_t
 {
     rows_init(s, row0, rows, cols, f32, chunk_rows, phase);
     s->produce = produce, s->arg = arg;
+    s->big = calloc(2 * ((size_t)cols + 1), sizeof(double));  // the pass's, then the reader's for a chunk
+    if (!s->big)
+        return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     return rows_buffers_fit(ctx, s);
 }
 
@@ -231,21 +268,16 @@ static void *rows_reader(void *arg)
         void *X = s->host[slot];
         double *y = (double *)((char *)X + s->x_bytes);
         ds_msg m = {{0}};
-        double *big = s->produced_big, xm = 0, ym = 0;
-        if (big)
-            big[0] = big[1] = 0;
+        double *pb = s->produced_big, *mine = s->big + s->cols + 1;
+        for (int64_t j = 0; pb && j <= s->cols; j++)
+            pb[j] = 0;
         int rc = rows_produce(s, r0, nr, X, y, &m);
-        if (rc == DS_OK && !s->raw && big) {  // the producer's scan gave the maxima: only the division is left
-            xm = big[0], ym = big[1];
-            data_scale(X, s->f32, nr * rows_pass_cols(s), s->x_exp);
-            data_scale(y, 0, nr, s->y_exp);
-        } else if (rc == DS_OK && !s->raw) {
-            xm = data_rescale(X, s->f32, nr * rows_pass_cols(s), s->x_exp);
-            ym = data_rescale(y, 0, nr, s->y_exp);
-        }
-        pthread_mutex_lock(&s->mu);  // xmax and ymax may be read during the pass (a checkpoint)
-        s->xmax = fmax(s->xmax, xm);
-        s->ymax = fmax(s->ymax, ym);
+        // The chunk's largest magnitudes (the producer's scan's, else the reader's), then the division.
+        if (rc == DS_OK && !s->raw)
+            rows_chunk_scale(s, X, y, nr, !pb, pb ? pb : mine);
+        pthread_mutex_lock(&s->mu);  // big may be read during the pass (a checkpoint)
+        for (int64_t j = 0; rc == DS_OK && !s->raw && j <= s->cols; j++)
+            s->big[j] = fmax(s->big[j], pb ? pb[j] : mine[j]);
         if (rc != DS_OK) {
             s->rc = rc;
             s->msg = m;
@@ -266,7 +298,8 @@ int rows_begin(ds_ctx *ctx, ds_rows *s)
     s->ready[0] = s->ready[1] = -1;
     s->free_slot[0] = s->free_slot[1] = 1;
     s->stop = 0, s->rc = DS_OK, s->next = 0, s->cur = -1;
-    s->xmax = s->ymax = 0;
+    for (int64_t j = 0; s->big && j <= s->cols; j++)
+        s->big[j] = 0;
     s->pass_rows = s->rows;
     if (s->spans) {
         s->pass_rows = 0;
@@ -450,40 +483,9 @@ void rows_close(ds_ctx *ctx, ds_rows *s)
     rows_free_buffers(ctx, s);
     if (s->owns_arg)
         free(s->arg);
+    free(s->big), free(s->x_exps);
+    s->big = NULL, s->x_exps = NULL;
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     s->arg = NULL;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Memory caps
-
-void rows_caps_default(ds_ctx *ctx, rows_caps *c)
-{
-    sys_host h;
-    sys_host_info(&h);
-    c->host = (double)h.ram_available / (ctx->local_size > 0 ? ctx->local_size : 1);
-    c->backend = c->host;
-    ds_device_info info;
-    if (!ctx->be->host_memory && ctx->be->device_info && ctx->be->device_info(ctx->device, &info)) {
-        const double margin = fmax(512.0 * (1 << 20), 0.05 * info.total);
-        c->backend = fmax(info.free_b - margin, 0.0);
-    }
-}
-
-int64_t rows_chunk_for(const ds_ctx *ctx, const rows_caps *c, int64_t rows, int64_t cols, int f32, double fixed,
-                       double extra, double min_bytes[2])
-{
-    const double row = (double)rows_row_bytes(cols, f32) + sizeof(double);
-    double r = floor((c->backend - fixed) / (2.0 * row + extra));
-    min_bytes[0] = fixed + ROWS_MIN_CHUNK * (2.0 * row + extra);
-    min_bytes[1] = 0;
-    if (!ctx->be->host_memory) {  // the pinned staging buffers live in host memory
-        r = fmin(r, floor(c->host / (2.0 * row)));
-        min_bytes[1] = ROWS_MIN_CHUNK * 2.0 * row;
-    }
-    r = fmin(r, floor((double)ROWS_CHUNK_MAX_BYTES / row));
-    if (r < ROWS_MIN_CHUNK)
-        return 0;
-    return (int64_t)fmax(fmin(r, (double)rows), 1.0);
 }

@@ -31,11 +31,16 @@ typedef struct ds_rows {
     int64_t row0, rows, cols, chunk_rows;
     int f32;
     const char *phase;  // a static name for the watchdog and the progress lines: "solve: streaming X"
-    int x_exp, y_exp;   // chunks hold X / 2^x_exp and y / 2^y_exp (set between passes; 0: as read)
-    double xmax, ymax;  // the largest magnitudes read in the last pass (before the division)
-    int raw;            // 1: chunks as produced, neither divided nor scanned (x_exp, y_exp, xmax, ymax unused)
-    double *produced_big;  // where the producer raises the largest magnitudes of X and y it read (the reader
-                           // zeroes them before each chunk), or NULL: the reader scans each chunk for them
+    // Set between passes: NULL, or the chunks hold X's column j divided by 2^x_exps[j] (cols of them,
+    // malloc's, freed by rows_close); y divided by 2^y_exp. 0: as read.
+    int *x_exps;
+    int y_exp;
+    double *big;        // cols + 1: the largest magnitudes read in each column of X, then in y, in the last
+                        // pass (before the division); a producer source's, else NULL
+    int raw;            // 1: chunks as produced, neither divided nor scanned (x_exps, y_exp, big unused)
+    double *produced_big;  // cols + 1 where the producer raises the largest magnitudes of X's columns and y
+                           // it read (the reader zeroes them before each chunk), or NULL: the reader scans
+                           // each chunk for them
 
     // The next pass only (rows_begin takes them, rows_end forgets them): NULL, every row; else the local
     // row ranges [spans[2i], spans[2i+1]), ascending, read as one sequence of rows cut into chunks (a

@@ -9,9 +9,13 @@
 //     history, the stop test's values). The sweeps run replicated on every rank, so a restart continues
 //     them to the same bits on any number of ranks; X is read again only for the certificate.
 // State layout, phase 1: parts × [row0, rows, ranges] | ranges × [first, end) | parts × len partials;
-// phase 2: [G | c | yy] (len) | a (n) | g (n) | ‖e‖² | history (iters + 1).
+// phase 2: [G | c | yy] (len) | a (n) | g (n) | ‖e‖² | history (iters + 1); both then end in the scales:
+// the powers of two the sums' X's columns (n) and y were divided by, and the largest magnitudes read of X's
+// columns and y (n + 1; phase 1's, before the stop: a stream's rescale decision counts them).
+// Format SB_CK_FORMAT (ds_ckpt.format).
 #include "solve/solve_work.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +25,74 @@ static int64_t sb_ck_len(int64_t n)
     return n * n + n + 1;
 }
 
+static int64_t sb_ck_scales_len(int64_t n)
+{
+    return 2 * n + 2;
+}
+
 static int64_t sb_ck_state_len(const double *ck, int64_t n, int iters)
 {
     if ((int)ck[SB_CK_PHASE] == 1)
-        return 3 * (int64_t)ck[SB_CK_PARTS] + 2 * (int64_t)ck[SB_CK_SPANS] + (int64_t)ck[SB_CK_PARTS] * sb_ck_len(n);
-    return sb_ck_len(n) + 2 * n + 1 + iters + 1;
+        return 3 * (int64_t)ck[SB_CK_PARTS] + 2 * (int64_t)ck[SB_CK_SPANS] + (int64_t)ck[SB_CK_PARTS] * sb_ck_len(n) +
+               sb_ck_scales_len(n);
+    return sb_ck_len(n) + 2 * n + 1 + iters + 1 + sb_ck_scales_len(n);
+}
+
+// Scales read back: whole powers of two within double's reach, magnitudes finite and not negative.
+static int sb_ck_scales_ok(const double *sc, int64_t n)
+{
+    for (int64_t j = 0; j <= n; j++)
+        if (!(fabs(sc[j]) <= 4096 && sc[j] == floor(sc[j]) && sc[n + 1 + j] >= 0 && sc[n + 1 + j] <= DBL_MAX))
+            return 0;
+    return 1;
+}
+
+// The powers of two the solve's sums divide by: a file stream's (set between its passes), else those of
+// the data in memory.
+static void sb_ck_exps(const sb_work *w, const int **xe, int *ye)
+{
+    const int stream = w->rows && !w->rows->mem_x;
+    *xe = stream ? w->rows->x_exps : w->xe;
+    *ye = stream ? w->rows->y_exp : w->ye;
+}
+
+// The scales (sb_ck_scales_len) into dst: big, the largest magnitudes read (n + 1), or NULL for none.
+static void sb_ck_put_scales(const sb_work *w, int64_t n, const double *big, double *dst)
+{
+    const int *xe;
+    int ye;
+    sb_ck_exps(w, &xe, &ye);
+    for (int64_t j = 0; j < n; j++)
+        dst[j] = xe ? xe[j] : 0;
+    dst[n] = ye;
+    for (int64_t j = 0; j <= n; j++)
+        dst[n + 1 + j] = big ? big[j] : 0.0;
+}
+
+// A restart's powers of two: a file stream divides its chunks by them (as the rows summed before the stop
+// were); data in memory must have been divided by the same (data.h's rule on the same file gives them).
+static int sb_ck_take_scales(ds_ctx *ctx, sb_work *w, int64_t n)
+{
+    const double *sc = w->rs.scales;
+    if (w->rows && !w->rows->mem_x) {
+        int64_t k = 0;
+        for (int64_t j = 0; j < n; j++)
+            k += sc[j] != 0;
+        free(w->rows->x_exps);
+        w->rows->x_exps = k ? malloc((size_t)n * sizeof(int)) : NULL;
+        if (k && !w->rows->x_exps)
+            return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+        for (int64_t j = 0; k && j < n; j++)
+            w->rows->x_exps[j] = (int)sc[j];
+        w->rows->y_exp = (int)sc[n];
+        return DS_OK;
+    }
+    int same = (int)sc[n] == w->ye;
+    for (int64_t j = 0; j < n; j++)
+        same &= (int)sc[j] == (w->xe ? w->xe[j] : 0);
+    return same ? DS_OK
+                : ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /state: its sums divide X or y by other powers of two than "
+                          "this data needs (not the same file?): run it again from the start", w->ckpt->restart);
 }
 
 // A phase-1 state names rows of this problem only: ranges within the rows, parts that tile them.
@@ -60,8 +127,7 @@ int sb_ckpt_begin(ds_ctx *ctx, const sb_opts *o, int64_t n, int64_t rows_global,
     int rc = DS_OK;
     if (!((phase == 1 && ck[SB_CK_PARTS] >= 1 && ck[SB_CK_PARTS] <= 1e6 && ck[SB_CK_SPANS] >= 0 &&
            ck[SB_CK_SPANS] <= 1e6) ||
-          (phase == 2 && ck[SB_CK_SWEEP] >= 0 && ck[SB_CK_SWEEP] <= o->iters)) ||
-        fabs(ck[SB_CK_XEXP]) > 4096 || fabs(ck[SB_CK_YEXP]) > 4096)
+          (phase == 2 && ck[SB_CK_SWEEP] >= 0 && ck[SB_CK_SWEEP] <= o->iters)))
         rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /counters out of range", o->ckpt->restart);
     DS_CHECK(ctx_agree(ctx, rc));
     const int64_t len = sb_ck_state_len(ck, n, o->iters);
@@ -70,9 +136,13 @@ int sb_ckpt_begin(ds_ctx *ctx, const sb_opts *o, int64_t n, int64_t rows_global,
                                        (double)len * 8e-9);
     DS_CHECK(ctx_agree(ctx, rc));
     DS_CHECK(ckpt_read_state(ctx, o->ckpt, w->rs.state, len));
+    w->rs.scales = w->rs.state + len - sb_ck_scales_len(n);
     if (phase == 1 && !sb_ck_spans_ok(ck, w->rs.state, rows_global))
         rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /state: row ranges that do not belong to %lld rows",
                      o->ckpt->restart, (long long)rows_global);
+    else if (!sb_ck_scales_ok(w->rs.scales, n))
+        rc = ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: /state: powers of two or magnitudes out of range",
+                     o->ckpt->restart);
     DS_CHECK(ctx_agree(ctx, rc));
     w->rs.phase = phase;
     ctx_log(ctx, "solve: resuming from %s (%s)", o->ckpt->restart,
@@ -84,7 +154,7 @@ void sb_ckpt_end(sb_work *w)
 {
     free(w->rs.state);
     free(w->rs.spans);
-    w->rs.state = NULL, w->rs.spans = NULL;
+    w->rs.state = NULL, w->rs.spans = NULL, w->rs.scales = NULL;
     w->rs.phase = 0;
 }
 
@@ -133,9 +203,9 @@ int sb_ckpt_pass_start(ds_ctx *ctx, sb_work *w, int64_t len, double *sum, int *h
     int same = parts == ctx->nranks && st[3 * ctx->rank] == (double)w->rows->row0 &&
                st[3 * ctx->rank + 1] == (double)w->rows->rows;
     MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, ctx->comm);
-    DS_CHECK(ctx_agree(ctx, sb_ck_my_spans(ctx, w, same)));
+    int rc = sb_ck_my_spans(ctx, w, same);
+    DS_CHECK(ctx_agree(ctx, rc == DS_OK ? sb_ck_take_scales(ctx, w, w->rows->cols) : rc));
     w->rows->spans = w->rs.spans, w->rows->nspans = w->rs.nspans;
-    w->rows->x_exp = (int)ck[SB_CK_XEXP], w->rows->y_exp = (int)ck[SB_CK_YEXP];
     if (same) {
         *have_sum = 1;
         return ctx->be->upload(ctx, sum, partial + (int64_t)ctx->rank * len, (size_t)len * sizeof(double));
@@ -190,7 +260,7 @@ static int sb_ck_gather_pass(ds_ctx *ctx, const sb_work *w, int64_t len, const d
         counts = calloc((size_t)p, sizeof(int)), displs = calloc((size_t)p, sizeof(int));
         for (int q = 0; counts && displs && q < p; q++)
             displs[q] = 2 * total, counts[q] = 2 * (int)heads[3 * q + 2], total += (int)heads[3 * q + 2];
-        *nstate = 3 * (int64_t)p + 2 * (int64_t)total + (int64_t)p * len;
+        *nstate = 3 * (int64_t)p + 2 * (int64_t)total + (int64_t)p * len + sb_ck_scales_len(s->cols);
         *state = counts && displs ? malloc((size_t)*nstate * sizeof(double)) : NULL;
         if (!*state)
             rc = ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory for the checkpoint (%.3g GB)",
@@ -245,19 +315,24 @@ int sb_ckpt_pass(ds_ctx *ctx, sb_work *w, int64_t len, const double *sum, int ha
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)
         rc = sb_ck_gather_pass(ctx, w, len, mine, consumed, &state, &nstate, &nspans);
+    const ds_rows *s = w->rows;
+    const int64_t n = s->cols;
+    double *big = rc == DS_OK ? calloc((size_t)n + 1, sizeof(double)) : NULL;
+    rc = ctx_agree(ctx, rc == DS_OK && !big ? ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory") : rc);
     if (rc == DS_OK) {
-        double xm[2];
-        const ds_rows *s = w->rows;
-        pthread_mutex_lock((pthread_mutex_t *)&s->mu);  // the reader updates them
-        xm[0] = s->xmax, xm[1] = s->ymax;
+        pthread_mutex_lock((pthread_mutex_t *)&s->mu);  // the reader raises them
+        for (int64_t j = 0; s->big && j <= n; j++)
+            big[j] = s->big[j];
         pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
-        MPI_Allreduce(MPI_IN_PLACE, xm, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
-        double ck[SB_CK_LEN] = {[SB_CK_PHASE] = 1, [SB_CK_PARTS] = ctx->nranks, [SB_CK_SPANS] = nspans,
-                                [SB_CK_XEXP] = s->x_exp, [SB_CK_YEXP] = s->y_exp,
-                                [SB_CK_XMAX] = fmax(xm[0], w->rs.ck[SB_CK_XMAX]),
-                                [SB_CK_YMAX] = fmax(xm[1], w->rs.ck[SB_CK_YMAX])};
+        MPI_Allreduce(MPI_IN_PLACE, big, (int)n + 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        for (int64_t j = 0; w->rs.scales && j <= n; j++)  // the rows summed before a restart count too
+            big[j] = fmax(big[j], w->rs.scales[n + 1 + j]);
+        if (ctx->rank == 0)
+            sb_ck_put_scales(w, n, big, state + nstate - sb_ck_scales_len(n));
+        const double ck[SB_CK_LEN] = {[SB_CK_PHASE] = 1, [SB_CK_PARTS] = ctx->nranks, [SB_CK_SPANS] = nspans};
         rc = ckpt_write(ctx, w->ckpt, state, nstate, ck, SB_CK_LEN);
     }
+    free(big);
     free(mine), free(state);
     DS_CHECK(rc);
     return sb_ck_written(ctx, w, due, "inside the pass over X");
@@ -278,11 +353,13 @@ int sb_ckpt_sweep(ds_ctx *ctx, sb_work *w, int64_t n, int iters, int s, const do
     if (!due)
         return DS_OK;
     double *v[5];
-    int64_t len[5], total = 0;
+    int64_t len[5], total = sb_ck_scales_len(n);
     sb_ck_system(w, n, iters, v, len);
     for (int i = 0; i < 5; i++)
         total += len[i];
     double *state = ctx->rank == 0 ? malloc((size_t)total * sizeof(double)) : NULL;
+    if (state)
+        sb_ck_put_scales(w, n, NULL, state + total - sb_ck_scales_len(n));
     int rc = ctx->rank != 0 || state ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     for (int i = 0, off = 0; ctx->rank == 0 && rc == DS_OK && i < 5; off += (int)len[i], i++)
         rc = ctx->be->download(ctx, state + off, v[i], (size_t)len[i] * sizeof(double));
@@ -306,6 +383,7 @@ int sb_ckpt_resume_system(ds_ctx *ctx, sb_work *w, int64_t n, int iters)
     double *v[5];
     int64_t len[5], off = 0;
     sb_ck_system(w, n, iters, v, len);
+    DS_CHECK(sb_ck_take_scales(ctx, w, n));  // the certificate's pass divides X as the sums did
     for (int i = 0; i < 5; off += len[i], i++)
         DS_CHECK(ctx->be->upload(ctx, v[i], w->rs.state + off, (size_t)len[i] * sizeof(double)));
     sb_tiny_later(w, w->sys, w->sys + n * n, 0);  // the restored G is checked as a fresh one (sb_gram_setup)

@@ -233,7 +233,7 @@ int sb_run_core(ds_ctx *ctx, const ds_mat *X, const double *y, ds_rows *rows, in
         o.iters = 1;  // the history holds the start and the solve
     res->a = calloc((size_t)n, sizeof(double));
     res->history = calloc((size_t)o.iters + 1, sizeof(double));
-    sb_work w = {.rows = rows};
+    sb_work w = {.rows = rows, .xe = o.x_exps, .ye = o.y_exp};
     int rc = res->a && res->history ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc);
     if (rc == DS_OK)

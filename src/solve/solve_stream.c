@@ -102,25 +102,42 @@ static int sb_stream_pass(ds_ctx *ctx, int64_t n, sb_work *w, const sb_pass *p)
     return rc != DS_OK ? rc : end;
 }
 
-// Whether the pass just made saw values beyond 2^±DATA_RANGE_EXP (before[]: those of rows summed before
-// a restart): if so, the chunks of the next pass are divided by the powers of two that bring them back, and
-// 1 is returned. Collective.
-static int sb_stream_rescale(ds_ctx *ctx, ds_rows *s, const double before[2])
+// Whether the pass just made divided X's columns or y by other powers of two than the largest magnitudes
+// it saw call for (data.h: beyond 2^±DATA_RANGE_EXP; before: NULL, or the n + 1 of rows summed before a
+// restart): if so, *again = 1 and the chunks of the next pass are divided by those. Collective.
+static int sb_stream_rescale(ds_ctx *ctx, ds_rows *s, const double *before, int *again)
 {
-    double big[2] = {fmax(s->xmax, before[0]), fmax(s->ymax, before[1])};
-    MPI_Allreduce(MPI_IN_PLACE, big, 2, MPI_DOUBLE, MPI_MAX, ctx->comm);
-    const int xe = data_range_exp(big[0]), ye = data_range_exp(big[1]);
-    if (xe == s->x_exp && ye == s->y_exp)
-        return 0;
-    s->x_exp = xe, s->y_exp = ye;
-    return 1;
+    *again = 0;
+    if (s->mem_x)  // rows in memory: divided as they were loaded (data_load_lsq_ranged), on every rank
+        return DS_OK;
+    const int64_t n = s->cols;
+    double *big = malloc(((size_t)n + 1) * sizeof(double));
+    int *xe = malloc((size_t)n * sizeof(int));
+    int rc = ctx_agree(ctx, big && xe ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory"));
+    if (rc == DS_OK) {
+        for (int64_t j = 0; j <= n; j++)
+            big[j] = before ? fmax(s->big[j], before[j]) : s->big[j];
+        MPI_Allreduce(MPI_IN_PLACE, big, (int)n + 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        const int64_t scaled = data_range_exps(big, n, xe);
+        const int ye = data_range_exp(big[n]);
+        int same = ye == s->y_exp;
+        for (int64_t j = 0; j < n; j++)
+            same &= xe[j] == (s->x_exps ? s->x_exps[j] : 0);
+        if (!same) {
+            free(s->x_exps);
+            s->x_exps = scaled ? xe : NULL, s->y_exp = ye;
+            xe = scaled ? NULL : xe;
+            *again = 1;
+        }
+    }
+    free(big), free(xe);
+    return rc;
 }
 
 int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w)
 {
     const qr_ops *q = ctx->be->solve->qr;
     ds_rows *s = w->rows;
-    const double none[2] = {0, 0};
     for (int pass = 0;; pass++) {
         int have = 0;
         int rc = rows_begin(ctx, s);
@@ -139,7 +156,10 @@ int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w)
             rc = ctx->be->fill(ctx, w->qr[1], n1 * n1, 0.0);
         const int end = rows_end(ctx, s);
         DS_CHECK(ctx_agree(ctx, rc != DS_OK ? rc : end));
-        if (pass > 0 || !sb_stream_rescale(ctx, s, none))
+        int again = 0;
+        if (pass == 0)
+            DS_CHECK(sb_stream_rescale(ctx, s, NULL, &again));
+        if (!again)
             return DS_OK;
     }
 }
@@ -149,12 +169,14 @@ int sb_qr_stream(ds_ctx *ctx, int64_t n1, sb_work *w)
 static int sb_setup_stream(ds_ctx *ctx, int64_t n, sb_work *w, const sb_pass *p)
 {
     // A restart inside the Gram pass: the magnitudes of the rows summed before it count too.
-    const int mid = w->rs.phase == 1;
-    const double before[2] = {mid ? w->rs.ck[SB_CK_XMAX] : 0, mid ? w->rs.ck[SB_CK_YMAX] : 0};
+    const double *before = w->rs.phase == 1 ? w->rs.scales + n + 1 : NULL;
     for (int pass = 0;; pass++) {
         DS_CHECK(ctx_agree(ctx, sb_stream_pass(ctx, n, w, p)));
         w->rs.phase = 0;  // a second pass (below) reads every row
-        if (pass > 0 || !sb_stream_rescale(ctx, w->rows, before))
+        int again = 0;
+        if (pass == 0)
+            DS_CHECK(sb_stream_rescale(ctx, w->rows, before, &again));
+        if (!again)
             return DS_OK;
     }
 }

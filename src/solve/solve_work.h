@@ -10,12 +10,14 @@
 
 // A checkpoint read back by --restart (solve_ckpt.c): its counters (SB_CK_*) and state, host memory.
 // phase: 0 nothing (left) to resume; 1 inside the Gram pass of a streamed X; 2 after the Gram sum.
-enum { SB_CK_PHASE, SB_CK_PARTS, SB_CK_SPANS, SB_CK_XEXP, SB_CK_YEXP, SB_CK_XMAX, SB_CK_YMAX, SB_CK_SWEEP,
-       SB_CK_EE_PREV, SB_CK_D_PREV, SB_CK_YY, SB_CK_REL_PREV, SB_CK_LEN };
+enum { SB_CK_PHASE, SB_CK_PARTS, SB_CK_SPANS, SB_CK_SWEEP, SB_CK_EE_PREV, SB_CK_D_PREV, SB_CK_YY, SB_CK_REL_PREV,
+       SB_CK_LEN };
 typedef struct sb_resume {
     int phase;
     double ck[SB_CK_LEN];
     double *state;
+    const double *scales;  // in state: the powers of two its sums were divided by, X's columns (n) then y,
+                           // and the largest magnitudes read before it, of X's columns and y (n + 1)
     int64_t *spans;  // phase 1: this rank's rows still to sum (rows.h spans), while they are read
     int nspans;
 } sb_resume;
@@ -27,6 +29,8 @@ typedef struct sb_work {
     double *e, *a, *diag, *grams, *gbuf, *coef, *hist, *sys, *g, *ee, *gout, *acc;
     ds_rows *rows;
     ds_ckpt *ckpt;  // sb_opts.ckpt
+    const int *xe;  // sb_opts.x_exps and y_exp: X and y in memory as divided by powers of two (the
+    int ye;         // checkpoints record them; a file stream's are its own, rows.h)
     sb_resume rs;
     double *qr[4];  // solve_qr.c's buffers
     double *bs[8];  // the block solve's buffers (solve_sweeps.c)

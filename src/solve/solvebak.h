@@ -29,6 +29,9 @@
 // suits the problem (solve_auto.c), which says why in sb_result.method_reason.
 enum { SB_METHOD_SOLVEBAK, SB_METHOD_RESIDUAL, SB_METHOD_GRAM, SB_METHOD_CHOLESKY, SB_METHOD_QR, SB_METHOD_AUTO };
 
+// The layout of solve's checkpoints (ds_ckpt.format): 2 since X's powers of two went by column.
+#define SB_CK_FORMAT 2
+
 typedef struct sb_opts {
     int batch;        // columns per block; 1 is the sequential algorithm
     int iters;        // most sweeps
@@ -39,6 +42,8 @@ typedef struct sb_opts {
     int block_solve;  // SolveBak: the exact block solve (block Gauss–Seidel) in place of the diagonal step
     int coarse;       // with block_solve: a coarse correction on the block sums after every sweep
     ds_ckpt *ckpt;    // checkpoints and restart (solve_ckpt.c; the Gram route and cholesky), or NULL
+    const int *x_exps;  // X in memory (not a file stream): NULL, or its column j divided by 2^x_exps[j],
+    int y_exp;          // and y by 2^y_exp (data_load_lsq_ranged), which the checkpoints record
     int gram_double;  // cholesky: X'X in double even where the backend offers the single-precision Gram
                       // and its refinement (--gram-precision double)
     int gram_low;     // cholesky: the backend's single-precision Gram first even where the backend expects
