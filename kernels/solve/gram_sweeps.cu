@@ -243,7 +243,7 @@ extern "C" size_t ds_k_gram_sweeps_scratch(int64_t n, int batch)
 
 extern "C" cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, double *a,
                                         double *ee, double *ee_hist, int64_t n, int batch, int line_search,
-                                        int sweeps, double *scratch, int cluster, cudaStream_t stream)
+                                        int sweeps, double *scratch, int cluster, int tx, cudaStream_t stream)
 {
     if (batch < 1 || n < 0 || sweeps < 0)
         return cudaErrorInvalidValue;
@@ -268,7 +268,7 @@ extern "C" cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, dou
     {
         const cudaError_t crc =
             gram_sweeps_launch_cluster(G, diag, g, a, ee, ee_hist, n, batch, line_search, sweeps, scratch, stream,
-                                       cluster);
+                                       cluster, 0, kClThreads, -1, tx);
         if (crc != cudaErrorNotSupported)
             return crc;
     }

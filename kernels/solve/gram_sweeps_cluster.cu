@@ -5,6 +5,7 @@
 // gram_sweeps.cu.
 // provides: gram_sweeps_launch_cluster
 #include "solve/gram_sweeps.cuh"
+#include "common/async_copy.cuh"
 #include "common/reduce.cuh"
 
 #include <cooperative_groups.h>
@@ -31,29 +32,19 @@ namespace {
 //     cluster scope), whose wait (acquire) comes after the next step has issued its prefetch.
 // Per step: two CTA barriers and one cluster barrier. Every sum has a fixed order, so results are
 // bit-identical run to run.
+// TX (an experiment, with the exchange in shared memory): no cluster barrier in the steps. The pushes are
+// st.async stores that complete bytes on the receiving CTA's mbarrier of that step's parity, which each
+// CTA arms with the bytes a step brings (the block's (g, w) pairs and the C den partials) and waits on.
+// Its reuse of a buffer two steps on is safe because a CTA's den partial of step k − 1, which every CTA
+// waits for before pushing in step k, is computed from its reads of those buffers. The second CTA
+// barrier becomes unconditional (it orders s_num and numpb, as the cluster barrier did).
 
 namespace cg = cooperative_groups;
-
-__device__ __forceinline__ void cp_async8(double *smem, const double *gmem)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait1()
-{
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
 
 // Long: one kernel runs every block step of every sweep so that each CTA's rows of g and a stay in
 // registers and the exchange stays in distributed shared memory; splitting the steps across launches
 // would cost a grid-wide synchronisation and a reload of that state per step.
-template <int NT, int KT, bool SM>
+template <int NT, int KT, bool SM, bool TX>
 __global__ void __launch_bounds__(NT, 1)
     sweeps_cluster(const double *__restrict__ G, const double *__restrict__ diag, double *g, double *a,
                    double *ee, double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
@@ -65,6 +56,7 @@ __global__ void __launch_bounds__(NT, 1)
     __shared__ double s_part[NT];
     __shared__ double s_red[NT / 32];
     __shared__ double s_num[2];
+    __shared__ uint64_t s_full[2];  // TX: the pushes of a step's parity land on s_full[parity]
 
     cg::cluster_group cl = cg::this_cluster();
     const int C = (int)cl.num_blocks(), rank = (int)cl.block_rank();
@@ -117,7 +109,11 @@ __global__ void __launch_bounds__(NT, 1)
 
     auto push_x = [&](int par, int64_t j, double gv, double wvv) {
         const double2 v = make_double2(gv, wvv);
-        if (SM) {
+        if constexpr (TX) {
+            const unsigned dst = smem_addr(xb + (size_t)par * nbmax + j), bar = smem_addr(&s_full[par]);
+            for (int r = 0; r < C; r++)
+                st_async(cluster_addr(dst, r), v, cluster_addr(bar, r));
+        } else if (SM) {
             for (int r = 0; r < C; r++)
                 cl.map_shared_rank(xb, r)[(size_t)par * nbmax + j] = v;
         } else {
@@ -170,6 +166,22 @@ __global__ void __launch_bounds__(NT, 1)
         cp_async_commit();  // possibly empty: one group per step keeps the count uniform
     };
 
+    // TX: the bytes step k's pushes bring to each CTA, and the wait for them (parity k & 1, its
+    // (k >> 1)-th use); thread 0 arms the barrier, possibly after some of them have landed.
+    auto tx_wait = [&](int64_t k, int nbk) {
+        const int par = (int)(k & 1);
+        if (t == 0)
+            mbar_expect(&s_full[par], (unsigned)(nbk * sizeof(double2) + (k > 0 ? C * sizeof(double) : 0)));
+        mbar_wait(&s_full[par], (unsigned)((k >> 1) & 1));
+    };
+
+    if constexpr (TX) {
+        if (t == 0) {
+            mbar_init(&s_full[0]);
+            mbar_init(&s_full[1]);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+    }
     prefetch(0, nbmax, 0);
     cl.sync();  // every CTA of the cluster runs before any distributed shared memory access
 #pragma unroll
@@ -179,7 +191,8 @@ __global__ void __launch_bounds__(NT, 1)
     if (SM)
         for (int j = t; j < nbmax; j += NT)
             diagb[j] = __ldg(diag + j);
-    __cluster_barrier_arrive();
+    if constexpr (!TX)
+        __cluster_barrier_arrive();
 
     // The cluster barrier is split: a step arrives once its pushes are out and waits at the start of
     // the next after issuing what does not depend on them (the next block's prefetch and diagonal).
@@ -196,7 +209,10 @@ __global__ void __launch_bounds__(NT, 1)
         if (SM && t < nbn)
             dpre = __ldg(diag + b0n + t);  // staged into shared memory for the next step, below
         prefetch(b0n, nbn, par ^ 1);
-        __cluster_barrier_wait();  // step k−1's pushes and den partials (block 0's pushes) have landed
+        if constexpr (TX)
+            tx_wait(k, nb);
+        else
+            __cluster_barrier_wait();  // step k−1's pushes and den partials (block 0's pushes) have landed
 
         const double alpha_p = (k > 0) ? apply(par ^ 1, bp0, nbp, endp) : 0.0;
 
@@ -267,7 +283,7 @@ __global__ void __launch_bounds__(NT, 1)
         }
         if (NJ > 1 && wq && q > 0)  // then KT is 1
             s_part[(q - 1) * TI + ii] = part[0];
-        if (NJ > 1 || inblk)
+        if (TX || NJ > 1 || inblk)
             __syncthreads();
         if (NJ > 1 && q == 0)
 #pragma unroll 4
@@ -295,9 +311,14 @@ __global__ void __launch_bounds__(NT, 1)
 #pragma unroll 4
                 for (int w = 0; w < nwr; w++)
                     den_c += s_red[w];
-            cl.map_shared_rank(&s_den[par][0], t)[rank] = den_c;
+            if constexpr (TX)
+                st_async(cluster_addr(smem_addr(&s_den[par][rank]), t), den_c,
+                         cluster_addr(smem_addr(&s_full[par ^ 1]), t));
+            else
+                cl.map_shared_rank(&s_den[par][0], t)[rank] = den_c;
         }
-        __cluster_barrier_arrive();
+        if constexpr (!TX)
+            __cluster_barrier_arrive();
         bp0 = b0;
         nbp = nb;
         endp = blk == nblocks - 1;
@@ -305,7 +326,12 @@ __global__ void __launch_bounds__(NT, 1)
         b0 = b0n;
         nb = nbn;
     }
-    __cluster_barrier_wait();
+    if constexpr (TX) {
+        if (K > 0)
+            tx_wait(K, 0);  // the last step's den partials
+    } else {
+        __cluster_barrier_wait();
+    }
 
     if (K > 0)
         apply((int)((K - 1) & 1), bp0, nbp, endp);
@@ -318,15 +344,19 @@ __global__ void __launch_bounds__(NT, 1)
     }
     if (rank == 0 && t == 0)
         *ee = ee_run;
+    if constexpr (TX)
+        cl.sync();  // no CTA leaves while a push to it may be in flight
 #endif
 }
 
 using ClKernel = void (*)(const double *, const double *, double *, double *, double *, double *, int64_t,
                           int, int, int, int64_t, int, int, int, double2 *, double *);
 
-ClKernel cluster_kernel(int nt, int kt, bool sm)
+ClKernel cluster_kernel(int nt, int kt, bool sm, bool tx)
 {
-#define DS_CLK(KT_) return sm ? sweeps_cluster<kClThreads, KT_, true> : sweeps_cluster<kClThreads, KT_, false>
+#define DS_CLK(KT_)                                                                                 \
+    return sm ? (tx ? sweeps_cluster<kClThreads, KT_, true, true> : sweeps_cluster<kClThreads, KT_, true, false>) \
+              : sweeps_cluster<kClThreads, KT_, false, false>
     if (nt != kClThreads)
         return nullptr;
     switch (kt) {
@@ -379,7 +409,7 @@ size_t cluster_dyn_bytes(int64_t nbmax)
 cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, double *g, double *a, double *ee,
                                        double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
                                        double *scratch, cudaStream_t stream, int force_c, int force_global, int NT,
-                                       int force_pf)
+                                       int force_pf, int tx)
 {
     int dev = 0, major = 0, cl_ok = 0, optin = 0;
     cudaError_t rc = cudaGetDevice(&dev);
@@ -405,7 +435,7 @@ cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, doub
         ClPlan p;
         if (!cluster_plan(n, C, NT, &p))
             continue;
-        ClKernel kern = cluster_kernel(NT, p.KT, sm);
+        ClKernel kern = cluster_kernel(NT, p.KT, sm, tx && sm);
         if (!kern)
             continue;
         // Columns of G per thread and step prefetched into shared memory: as many as fit (double-buffered).

@@ -192,7 +192,7 @@ static int cuda_gram_sweeps(ds_ctx *ctx, const ds_gram_args *s)
     DS_CHECK(scratch_reserve(ctx, ds_k_gram_sweeps_scratch(s->n, s->batch), &scratch));
     CUDA_CHECK(ctx, ds_k_gram_sweeps(s->G, s->diag, s->g, s->a, s->ee, s->ee_hist, s->n, s->batch,
                                      s->line_search, s->sweeps, scratch, state(ctx)->sweeps_cluster,
-                                     state(ctx)->stream));
+                                     state(ctx)->sweeps_tx, state(ctx)->stream));
     return DS_OK;
 }
 
