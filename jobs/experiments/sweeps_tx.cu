@@ -1,5 +1,5 @@
 // sweeps_tx.cu: the Gram sweeps' cluster kernel with its exchange by st.async on mbarriers (TX,
-// kernels/solve/gram_sweeps_cluster.cu; DSOLVE_SWEEPS_TX=1) against the default's cluster barrier a step,
+// kernels/solve/gram_sweeps_cluster.cu; dsolve's default) against the cluster barrier a step (DSOLVE_SWEEPS_TX=0),
 // on one GPU. For each shape (n, batch, prefetch depth, cluster size; 1, 2 or 4 rows a thread), both run
 // from the same g, a and ‖e‖² and are compared bit for bit (they sum the same products in the same order),
 // then each is timed by events (median of REPS after 3 warm-ups; 10 sweeps with line search). G is

@@ -51,12 +51,15 @@ __device__ __forceinline__ void mbar_expect(uint64_t *bar, unsigned bytes)
                  : "memory");
 }
 
+// Waits for the phase of that parity (acquire at CTA scope: the st.async stores' bytes are in this CTA's
+// shared memory and visible once their completion is observed; a cluster-scope acquire would invalidate
+// L1 for nothing).
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
 {
     asm volatile("{\n"
                  ".reg .pred done;\n"
                  "TXWAIT:\n"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  "@!done bra TXWAIT;\n"
                  "}\n" ::"r"(smem_addr(bar)),
                  "r"(parity)

@@ -15,7 +15,7 @@ constexpr int kClThreads = 512;  // ≤ 128 registers per thread (1024 threads s
 // Returns cudaErrorNotSupported where it cannot run (no clusters, too many rows): the caller falls back.
 // force_c, force_global, NT and force_pf pin the cluster size, the exchange in global memory, the CTA
 // size and the prefetch depth (experiments; the defaults choose); tx exchanges by st.async on mbarriers
-// instead of a cluster barrier a step (an experiment, with the exchange in shared memory).
+// instead of a cluster barrier a step (with the exchange in shared memory; dsolve passes 1).
 cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, double *g, double *a, double *ee,
                                        double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
                                        double *scratch, cudaStream_t stream, int force_c = 0, int force_global = 0,

@@ -32,7 +32,7 @@ namespace {
 //     cluster scope), whose wait (acquire) comes after the next step has issued its prefetch.
 // Per step: two CTA barriers and one cluster barrier. Every sum has a fixed order, so results are
 // bit-identical run to run.
-// TX (an experiment, with the exchange in shared memory): no cluster barrier in the steps. The pushes are
+// TX (dsolve's default where the exchange is in shared memory): no cluster barrier in the steps. The pushes are
 // st.async stores that complete bytes on the receiving CTA's mbarrier of that step's parity, which each
 // CTA arms with the bytes a step brings (the block's (g, w) pairs and the C den partials) and waits on.
 // Its reuse of a buffer two steps on is safe because a CTA's den partial of step k − 1, which every CTA

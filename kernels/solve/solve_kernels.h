@@ -53,7 +53,7 @@ size_t ds_k_gram_sweeps_scratch(int64_t n, int batch);
 // Sweeps of SolveBak on the Gram system (solve_ops.h, ds_gram_args), all in one kernel launch.
 // scratch holds ds_k_gram_sweeps_scratch(n, batch) doubles. cluster: the batches' thread-block cluster of
 // that many CTAs (2, 4, 8 or 16; an experiment's pin), 0 the largest the device runs. tx: that kernel
-// exchanges by st.async on mbarriers instead of a cluster barrier a step (an experiment).
+// exchanges by st.async on mbarriers (1, dsolve's default) or by a cluster barrier a step (0).
 cudaError_t ds_k_gram_sweeps(const double *G, const double *diag, double *g, double *a, double *ee,
                              double *ee_hist, int64_t n, int batch, int line_search, int sweeps,
                              double *scratch, int cluster, int tx, cudaStream_t stream);

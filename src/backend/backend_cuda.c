@@ -130,7 +130,7 @@ static int open_local(ds_ctx *ctx, cuda_state *st)
     if (st->sweeps_cluster != 2 && st->sweeps_cluster != 4 && st->sweeps_cluster != 8 && st->sweeps_cluster != 16)
         st->sweeps_cluster = 0;
     const char *tx = getenv("DSOLVE_SWEEPS_TX");
-    st->sweeps_tx = tx && strcmp(tx, "1") == 0;
+    st->sweeps_tx = !(tx && strcmp(tx, "0") == 0);
     CUDA_CHECK(ctx, cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming));
     for (int i = 0; i < GRAM_STREAMS; i++) {
         CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&st->side[i], cudaStreamNonBlocking));

@@ -68,7 +68,7 @@ typedef struct cuda_state {
     cudaEvent_t trsv_ready;  // the end of the last preparation, on side stream 0
     int chol_potrs;          // DSOLVE_CHOL_POTRS=1: cuSOLVER's potrs for those solves (to compare)
     int sweeps_cluster;      // DSOLVE_SWEEPS_CLUSTER: the Gram sweeps' cluster size pinned (2-16), else 0
-    int sweeps_tx;           // DSOLVE_SWEEPS_TX=1: the cluster sweeps exchange by st.async on mbarriers (an experiment)
+    int sweeps_tx;           // the cluster sweeps exchange by st.async on mbarriers (DSOLVE_SWEEPS_TX=0: by a cluster barrier)
     // backend_cuda_mem.c: the large blocks handed out, and the one freed block kept for reuse
     cuda_block big[CUDA_BIG_BLOCKS], keep;
     int nbig;
