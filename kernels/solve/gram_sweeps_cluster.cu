@@ -35,9 +35,10 @@ namespace {
 // TX (dsolve's default where the exchange is in shared memory): no cluster barrier in the steps. The pushes are
 // st.async stores that complete bytes on the receiving CTA's mbarrier of that step's parity, which each
 // CTA arms with the bytes a step brings (the block's (g, w) pairs and the C den partials) and waits on.
-// Its reuse of a buffer two steps on is safe because a CTA's den partial of step k − 1, which every CTA
-// waits for before pushing in step k, is computed from its reads of those buffers. The second CTA
-// barrier becomes unconditional (it orders s_num and numpb, as the cluster barrier did).
+// Its reuse of a buffer two steps on is safe because a CTA pushes its den partial of step k − 1, which
+// every CTA waits for before pushing in step k, after the second CTA barrier of that step, which follows
+// its reads of those buffers; that barrier becomes unconditional (it also orders s_num and numpb, as the
+// cluster barrier did).
 
 namespace cg = cooperative_groups;
 
@@ -423,6 +424,8 @@ cudaError_t gram_sweeps_launch_cluster(const double *G, const double *diag, doub
         return rc;
     if (major < 9 || !cl_ok || n < 2 || n > 0x7fffffffLL)
         return cudaErrorNotSupported;
+    if (sweeps <= 0)  // nothing to sweep (and TX's first pushes would have no step to wait for them)
+        return cudaSuccess;
     const int64_t nbmax = batch < n ? batch : n;
     const size_t static_bytes = sizeof(double) * (2 * kClMax + NT + NT / 32 + 2);
     const bool sm = !force_global && static_bytes + cluster_dyn_bytes(nbmax) + 1024 <= (size_t)optin;
