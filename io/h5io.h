@@ -31,8 +31,8 @@ int h5io_probe_lsq(const char *path, const char *xname, const char *yname, h5io_
 // Reads rows row0 .. row0+nrows−1 of X (cols wide) into X, row-major, converted to float (x_f32) or
 // double, and the same rows of y into y as double (not when yname is NULL). Fails with DS_ERR_INPUT
 // on a NaN or Inf, naming the dataset and the first bad row (a global row index) and column. colmax
-// (NULL: not wanted; else cols + 1 of them) gets the largest magnitude read in each column of X, then in
-// y (0 when yname is NULL).
+// (NULL: not wanted; else cols + 1 of them) is raised to the largest magnitude read in each column of X,
+// then in y (left as it is when yname is NULL): the caller zeroes it, once or per read.
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
                        int64_t nrows, int64_t cols, int x_f32, void *X, double *y, double *colmax, ds_msg *msg);
 

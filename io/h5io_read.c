@@ -6,7 +6,6 @@
 #include <hdf5.h>  // provides: H5D/H5P/H5T
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "core/cleanup.h"
 #include "h5io.h"
@@ -51,12 +50,10 @@ static int64_t scan_values(const void *v, int f32, int64_t n, double *big, doubl
     return -1;
 }
 
-// scan_values over nrows rows of cols values (row-major): colmax[j] is set to column j's largest magnitude
-// (of the rows before the first NaN or Inf). A row's columns are independent lanes, which vectorise.
+// scan_values over nrows rows of cols values (row-major): colmax[j] is raised to column j's largest
+// magnitude (of the rows before the first NaN or Inf). A row's columns are independent lanes, which vectorise.
 static int64_t scan_rows(const void *v, int f32, int64_t nrows, int64_t cols, double *colmax, double *bad)
 {
-    for (int64_t j = 0; j < cols; j++)
-        colmax[j] = 0;
     for (int64_t r = 0; r < nrows; r++) {
         int ok = 1;
         if (f32) {
@@ -94,16 +91,14 @@ static const char *nonfinite_name(double x)
 
 // Fails on the first non-finite value of a block read from rows row0.. (cols wide; 1-D when 0); raises
 // big (NULL: not wanted) to the block's largest magnitude: big[j] for each column j when cols > 0, else
-// *big. part: cols doubles of scratch when cols > 0 and big is given.
+// *big.
 static int check_finite(const char *path, const char *name, const void *v, int f32, int64_t row0,
-                        int64_t nrows, int64_t cols, double *big, double *part, ds_msg *msg)
+                        int64_t nrows, int64_t cols, double *big, ds_msg *msg)
 {
     double bad = 0, m = 0;
     int64_t i;
     if (cols > 0 && big) {
-        i = scan_rows(v, f32, nrows, cols, part, &bad);
-        for (int64_t j = 0; j < cols; j++)
-            big[j] = part[j] > big[j] ? part[j] : big[j];
+        i = scan_rows(v, f32, nrows, cols, big, &bad);
     } else {
         i = scan_values(v, f32, nrows * (cols ? cols : 1), &m, &bad);
         if (big)
@@ -135,20 +130,14 @@ static int64_t piece_rows(hid_t dset, int64_t row_bytes)
 }
 
 // Reads and checks one dataset's rows: X (cols wide, float or double) or y (cols == 0, double), by
-// pieces of piece_rows cut at its multiples; big (NULL: not wanted) gets the largest magnitude read: of
-// each column (cols of them) when cols > 0, else one.
+// pieces of piece_rows cut at its multiples; big (NULL: not wanted) is raised to the largest magnitude
+// read: of each column (cols of them) when cols > 0, else one.
 static int read_checked(hid_t file, const char *path, const char *name, int64_t row0,
                         int64_t nrows, int64_t cols, int f32, void *buf, double *big, ds_msg *msg)
 {
     hid_t d = H5I_INVALID_HID;
     int64_t dims[2] = {0};
     int stored_f32 = 0;
-    const int64_t nbig = cols > 0 ? cols : 1;
-    for (int64_t j = 0; big && j < nbig; j++)
-        big[j] = 0;
-    double *part = cols > 0 && big ? malloc((size_t)cols * sizeof(double)) : NULL;
-    if (cols > 0 && big && !part)
-        return ds_fail(msg, DS_ERR_RUNTIME, "out of host memory");
     int rc = h5i_open_float_dataset(file, path, name, cols ? 2 : 1, &d, dims, &stored_f32, msg);
     if (rc == DS_OK)
         rc = h5i_check_range(path, name, dims, row0, nrows, cols, msg);
@@ -161,19 +150,16 @@ static int read_checked(hid_t file, const char *path, const char *name, int64_t 
             rc = ds_fail(msg, h5i_xfer_status(), "%s: dataset %s: cannot read rows %lld..%lld%s", path, name,
                          (long long)(row0 + r), (long long)(row0 + r + n - 1), h5i_xfer_why());
         else
-            rc = check_finite(path, name, p, f32, row0 + r, n, cols, big, part, msg);
+            rc = check_finite(path, name, p, f32, row0 + r, n, cols, big, msg);
         r += n;
     }
     h5i_close_obj(d);
-    free(part);
     return rc;
 }
 
 int h5io_read_lsq_rows(const char *path, const char *xname, const char *yname, int64_t row0,
                        int64_t nrows, int64_t cols, int x_f32, void *X, double *y, double *colmax, ds_msg *msg)
 {
-    for (int64_t j = 0; colmax && j <= cols; j++)
-        colmax[j] = 0;
     if (nrows == 0)
         return DS_OK;
     char xn[NAME_MAX_LEN], yn[NAME_MAX_LEN] = "";

@@ -142,7 +142,6 @@ typedef struct file_src {
     const int *xe;       // NULL, or divide column j by 2^xe[j] as read
     int ye;              // and y by 2^ye
     double *big;         // cols + 1: the largest magnitudes read in each column of X, then in y (before the division)
-    double *part;        // cols + 1: those of the last read
 } file_src;
 
 // The largest magnitude of n finite doubles: eight independent maxima, so that the loop is not one
@@ -171,16 +170,16 @@ void data_scale(void *v, int f32, int64_t n, int e)
     }
 }
 
-void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, const int *e)
+void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, int64_t ld, const int *e)
 {
     for (int64_t i = 0; e && i < nrows; i++)
         for (int64_t j = 0; j < cols; j++) {
             if (!e[j])
                 continue;
             if (f32)
-                ((float *)X)[i * cols + j] = (float)ldexp(((float *)X)[i * cols + j], -e[j]);
+                ((float *)X)[i * ld + j] = (float)ldexp(((float *)X)[i * ld + j], -e[j]);
             else
-                ((double *)X)[i * cols + j] = ldexp(((double *)X)[i * cols + j], -e[j]);
+                ((double *)X)[i * ld + j] = ldexp(((double *)X)[i * ld + j], -e[j]);
         }
 }
 
@@ -203,10 +202,8 @@ static int data_read_file(void *arg, int64_t row0, int64_t nrows, void *X, doubl
     file_src *s = arg;
     if (!s->yname)
         memset(y, 0, (size_t)nrows * sizeof(double));
-    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, s->part, msg));
-    for (int64_t j = 0; j <= s->cols; j++)
-        s->big[j] = fmax(s->big[j], s->part[j]);
-    data_scale_cols(X, s->f32, nrows, s->cols, s->xe);
+    DS_CHECK(h5io_read_lsq_rows(s->path, s->xname, s->yname, row0, nrows, s->cols, s->f32, X, y, s->big, msg));
+    data_scale_cols(X, s->f32, nrows, s->cols, s->cols, s->xe);
     data_scale(y, 0, nrows, s->ye);
     return DS_OK;
 }
@@ -284,10 +281,9 @@ static int data_load_file(ds_ctx *ctx, const char *path, const char *xname, cons
 {
     DS_CHECK(data_probe_lsq(ctx, path, xname, yname, f32, d));
     const int64_t n = d->X.cols;
-    file_src src = {path, xname, yname, n, f32, NULL, 0, calloc((size_t)n + 1, sizeof(double)),
-                    malloc(((size_t)n + 1) * sizeof(double))};
+    file_src src = {path, xname, yname, n, f32, NULL, 0, calloc((size_t)n + 1, sizeof(double))};
     int *xe = ranged ? malloc((size_t)n * sizeof(int)) : NULL;
-    int rc = src.big && src.part && (xe || !ranged) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
+    int rc = src.big && (xe || !ranged) ? DS_OK : ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     rc = ctx_agree(ctx, rc == DS_OK ? data_alloc(ctx, d, n, f32) : rc);
     if (rc == DS_OK)
         rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
@@ -300,7 +296,7 @@ static int data_load_file(ds_ctx *ctx, const char *path, const char *xname, cons
         if (scaled || src.ye)
             rc = ctx_agree(ctx, data_fill(ctx, d, data_read_file, &src));
     }
-    free(xe), free(src.big), free(src.part);
+    free(xe), free(src.big);
     if (rc == DS_OK)
         data_read_a_true(ctx, path, d);
     return rc;

@@ -66,8 +66,8 @@ void data_read_a_true(ds_ctx *ctx, const char *path, ds_data *d);
 double data_rescale(void *v, int f32, int64_t n, int e);
 // Divides v by 2^e only (e = 0: leaves it), for values whose largest magnitude their reader gave.
 void data_scale(void *v, int f32, int64_t n, int e);
-// Divides column j of X (nrows × cols, row-major) by 2^e[j]; e NULL: leaves X.
-void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, const int *e);
+// Divides column j of X (nrows × cols, row-major, rows ld apart) by 2^e[j]; e NULL: leaves X.
+void data_scale_cols(void *X, int f32, int64_t nrows, int64_t cols, int64_t ld, const int *e);
 // The power of two nearest a largest magnitude beyond 2^±DATA_RANGE_EXP, else 0.
 int data_range_exp(double big);
 // data_range_exp of each of n largest magnitudes into e; returns how many are not 0.

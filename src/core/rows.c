@@ -90,8 +90,7 @@ static void rows_chunk_scale(const ds_rows *s, void *X, double *y, int64_t nr, i
                     bg[j] = fabs(x[j]) > bg[j] ? fabs(x[j]) : bg[j];
             }
         }
-        for (int64_t r = 0; e && r < nr; r++)
-            data_scale_cols((char *)X + (size_t)(r * w + at) * (s->f32 ? 4 : 8), s->f32, 1, n, e);
+        data_scale_cols((char *)X + (size_t)at * (s->f32 ? 4 : 8), s->f32, nr, n, w, e);
     }
     if (scan)
         big[s->cols] = data_rescale(y, 0, nr, s->y_exp);

@@ -2,7 +2,6 @@
 // a file changed while it streams.
 #include "core/rows.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,7 +15,7 @@ typedef struct rows_h5 {
     int f32;
     rows_stamp st;  // the file when the source opened it
     double big[];   // cols + 1: the largest magnitudes of X's columns and y read since the reader zeroed
-                    // them (produced_big), then cols + 1 of the last read's
+                    // them (produced_big)
 } rows_h5;
 
 int rows_stamp_take(const char *path, rows_stamp *s)
@@ -46,11 +45,8 @@ static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double 
                        h->path, h->xname, r0, r1);
     if (!h->has_y)
         memset(y, 0, (size_t)nrows * sizeof(double));
-    double *part = h->big + h->cols + 1;
     int rc = h5io_read_lsq_rows(h->path, h->xname, h->has_y ? h->yname : NULL, row0, nrows, h->cols, h->f32, X, y,
-                                part, msg);
-    for (int64_t j = 0; rc == DS_OK && j <= h->cols; j++)
-        h->big[j] = fmax(h->big[j], part[j]);
+                                h->big, msg);
     if (rc == DS_OK && !rows_stamp_same(h->path, &h->st))
         rc = ds_fail(msg, DS_ERR_INPUT, "%s: dataset %s: the file changed while rows %lld..%lld were read", h->path,
                      h->xname, r0, r1);
@@ -65,7 +61,7 @@ static int rows_read_h5(void *arg, int64_t row0, int64_t nrows, void *X, double 
 int rows_open_h5(ds_ctx *ctx, ds_rows *s, const char *path, const char *xname, const char *yname, int64_t row0,
                  int64_t rows, int64_t cols, int f32, int64_t chunk_rows, const char *phase)
 {
-    rows_h5 *h = calloc(1, sizeof *h + 2 * ((size_t)cols + 1) * sizeof(double));
+    rows_h5 *h = calloc(1, sizeof *h + ((size_t)cols + 1) * sizeof(double));
     if (!h)
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
     snprintf(h->path, sizeof h->path, "%s", path);
