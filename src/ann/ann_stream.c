@@ -85,7 +85,9 @@ int ann_source_open_file(ds_ctx *ctx, ann_source *src, const char *path, const c
         return ds_fail(&ctx->msg, DS_ERR_INPUT, "%s: cannot open (it was there when the run began)", path);
     if (f->classes && !(f->labels = malloc((size_t)chunk * sizeof(int32_t))))
         return ds_fail(&ctx->msg, DS_ERR_RUNTIME, "out of host memory");
-    return rows_open(ctx, &src->rows, feed_read, f, row0, rows, cols, 0, chunk, phase);
+    const int rc = rows_open(ctx, &src->rows, feed_read, f, row0, rows, cols, 0, chunk, phase);
+    src->rows.raw = 1;  // X as read: ann neither divides it nor reads the columns' largest magnitudes
+    return rc;
 }
 
 int ann_source_open_memory(ds_ctx *ctx, ann_source *src, const ds_data *d, int64_t chunk, const char *phase)
