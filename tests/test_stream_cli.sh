@@ -9,8 +9,8 @@
 # JSON says streamed (chunk_rows, bytes_moved: every pass reads X and y; the residual route's, a pass a
 # block, whole rows from the file, the two blocks' columns from host memory), auto and the default method
 # stream by the Gram route; the caps' usage errors exit 2 naming what is wrong; a file changed or cut
-# short while it streams is exit 3, also inside the residual route's sweeps. Needs python3 with numpy
-# and h5py.
+# short while it streams is exit 3, also inside the residual route's sweeps, where a failing pass ends every
+# rank together without MPI_Abort. Needs python3 with numpy and h5py.
 set -u
 dsolve=$(realpath "$1")
 mpiexec=${2:-mpirun}
@@ -184,6 +184,13 @@ expect 3 "moving.h5: dataset X: the file changed while" "${nps##* }" --input mov
 expect 3 "moving.h5: dataset X: the file changed while" "${nps##* }" --input moving.h5 --method residual --batch 30 \
     --iters 5 --output out.h5 "${cap[@]}"
 kill "$toucher" && wait "$toucher" 2>/dev/null
+# A pass that fails on one rank in the middle of the streamed residual route's sweeps (injected in sweep 1's
+# last block, on the last rank): the ranks agree after each streamed pass, so they end together with the
+# one line, not by MPI_Abort.
+last=$((${nps##* } - 1))
+DSOLVE_INJECT_FAILURE=$last:sweep expect 1 "injected failure in sweep on rank $last" "${nps##* }" --input big.h5 \
+    --method residual --batch 30 --iters 5 --output out.h5 "${cap[@]}"
+grep -qi "mpi_abort" err.txt && bad "streamed residual route, failure in a sweep: MPI_Abort: $(cat err.txt)" || ok
 cp big.h5 moving.h5
 (sleep 0.5; truncate -s 200M moving.h5) &
 expect 3 "moving.h5.*\(changed\|damaged\|truncated\)" 1 --input moving.h5 --method gram --output out.h5 "${cap[@]}"

@@ -112,9 +112,10 @@ static int sb_residual_pass(ds_ctx *ctx, const ds_mat *X, sb_work *w, int64_t up
     return ctx->be->solve->grad_update(ctx, X, w->e, up0, upn, w->coef, b0, nb, w->gbuf);
 }
 
-// A failure inside the residual route's sweeps, after every rank agreed that the first block went
-// well: the other ranks are inside per-block sums that cannot be rejoined, so the job ends here with
-// the message and the status as exit code on every rank (MPI_Abort), as HPL and ScaLAPACK do.
+// A failure inside the residual route's sweeps that the ranks did not agree on (X in memory after the
+// first block; the sums and steps): the other ranks are inside per-block sums that cannot be rejoined,
+// so the job ends here with the message and the status as exit code on every rank (MPI_Abort), as HPL
+// and ScaLAPACK do.
 static int sb_abort(ds_ctx *ctx, int rc)
 {
     if (rc == DS_OK)
@@ -146,7 +147,10 @@ int sb_residual_sweeps(ds_ctx *ctx, const ds_mat *X, const sb_opts *o, int B, sb
                 rc = sb_coarse_pass(ctx, X, B, w, 0);
             if (rc == DS_OK && s == 1 && b == nblocks - 1)
                 rc = sb_injected(ctx, "sweep", &ctx->msg);
-            if (s == 0 && b == 0)  // its scratch is allocated on this first call: fail together
+            // Fail together where a pass fails for reasons of its own: the first (its scratch is allocated
+            // there) and, with X streamed, every one (a file changed or unreadable mid-run; an agreement a
+            // block costs nothing beside the pass's reads)
+            if ((s == 0 && b == 0) || w->rows)
                 DS_CHECK(ctx_agree(ctx, rc));
             DS_CHECK(sb_abort(ctx, rc));
             DS_CHECK(sb_abort(ctx, be->allreduce_sum(ctx, w->gbuf, nb + 1 + (corr ? nblocks : 0))));
